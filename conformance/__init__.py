@@ -1,0 +1,1 @@
+"""rx-oracle's conformance suite: point it at an implementation, get per-rule verdicts."""

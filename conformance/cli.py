@@ -1,0 +1,153 @@
+"""The ``rx-oracle`` command line.
+
+``rx-oracle conformance`` runs the conformance properties (``conformance/properties``)
+against a target and prints one verdict per SPEC rule.  Exit codes: 0 conformant,
+1 non-conformant, 2 usage or target error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from conformance import plugin
+from reference import KERNEL_VERSION, __version__
+
+EXIT_OK, EXIT_NONCONFORMANT, EXIT_ERROR = 0, 1, 2
+TARGETS = ("reference",)
+PROPERTIES_DIR = Path(__file__).resolve().parent / "properties"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rx-oracle",
+        description="Reference model and conformance suite for Linux NIC driver RX semantics.",
+    )
+    p.add_argument("--version", action="version", version=f"rx-oracle {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("conformance", help="run the conformance suite against a target")
+    c.add_argument("--target", default="reference", help="implementation under test (default: reference)")
+    c.add_argument("--rules", action="append", default=[], metavar="GLOB",
+                   help="check only rules matching GLOB, e.g. 'RSS-*' (repeatable)")
+    c.add_argument("--profile", default="ci", choices=("ci", "dev", "deep"),
+                   help="hypothesis profile: ci (derandomized, default), dev, deep")
+    c.add_argument("--report", type=Path, metavar="OUT.json", help="write the per-rule report as JSON")
+    c.add_argument("--junitxml", type=Path, metavar="OUT.xml", help="write JUnit XML")
+    c.add_argument("-n", "--numprocesses", default=None, metavar="N",
+                   help="run in N processes via pytest-xdist ('auto' for one per core)")
+    c.add_argument("-v", "--verbose", action="store_true", help="show each test as it runs")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "conformance":
+        return conformance(args)
+    return EXIT_ERROR  # pragma: no cover - argparse enforces the sub-command
+
+
+def conformance(args: argparse.Namespace) -> int:
+    if args.target not in TARGETS:
+        print(f"rx-oracle: unknown or not yet supported target {args.target!r}; "
+              f"available: {', '.join(TARGETS)}", file=sys.stderr)
+        return EXIT_ERROR
+    pytest_args = [
+        str(PROPERTIES_DIR),
+        "--rootdir", str(PROPERTIES_DIR),
+        "-o", "addopts=",
+        "-o", "python_files=prop_*.py",
+        "-p", "no:cacheprovider",
+        f"--hypothesis-profile={args.profile}",
+        "-v" if args.verbose else "-q",
+        "-W", "ignore::pytest.PytestAssertRewriteWarning",
+    ]
+    for glob in args.rules:
+        pytest_args += ["--rx-rules", glob]
+    if args.junitxml:
+        pytest_args += ["--junitxml", str(args.junitxml)]
+    if args.numprocesses:
+        pytest_args += ["-n", str(args.numprocesses)]
+
+    capture = _Capture()
+    code = pytest.main(pytest_args, plugins=[capture])
+    verdicts = capture.verdicts
+    if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.INTERRUPTED):
+        print(f"rx-oracle: the suite could not run (pytest exit {int(code)})", file=sys.stderr)
+        return EXIT_ERROR
+    if code == pytest.ExitCode.NO_TESTS_COLLECTED or not verdicts:
+        print("rx-oracle: no conformance property matched the selection", file=sys.stderr)
+        return EXIT_ERROR
+
+    _print_table(verdicts, args)
+    if args.report:
+        _write_report(args.report, verdicts, args)
+    failed = any(v.verdict == plugin.FAIL for v in verdicts.values())
+    if code == pytest.ExitCode.TESTS_FAILED and not failed:
+        # A failure outside any rule (an error in the suite itself) is not a verdict.
+        print("rx-oracle: the suite itself failed outside any rule", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_NONCONFORMANT if failed else EXIT_OK
+
+
+class _Capture:
+    """Receives the verdicts from the in-process (or xdist-controller) pytest session."""
+
+    verdicts: dict[str, plugin.RuleVerdict]
+
+    def __init__(self) -> None:
+        self.verdicts = {}
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.verdicts = dict(plugin.collector(session.config).verdicts)
+
+
+def _print_table(verdicts: dict[str, plugin.RuleVerdict], args: argparse.Namespace) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    style = {plugin.PASS: "green", plugin.FAIL: "bold red", plugin.SKIP: "yellow"}
+    table = Table(title=f"rx-oracle {__version__} · target {args.target} · profile {args.profile}"
+                        f" · kernel {KERNEL_VERSION}")
+    table.add_column("rule")
+    table.add_column("verdict")
+    table.add_column("tests", justify="right")
+    table.add_column("detail", overflow="fold")
+    for rid in sorted(verdicts):
+        v = verdicts[rid]
+        detail = "; ".join(v.failures[:2] or v.reasons[:2])
+        table.add_row(rid, f"[{style[v.verdict]}]{v.verdict}[/]",
+                      str(v.passed + v.failed + v.skipped), detail)
+    console = Console(stderr=False)
+    console.print(table)
+    counts = {k: sum(1 for v in verdicts.values() if v.verdict == k)
+              for k in (plugin.PASS, plugin.FAIL, plugin.SKIP)}
+    console.print(f"{len(verdicts)} rules: {counts['pass']} pass, {counts['fail']} fail, "
+                  f"{counts['skip']} skip")
+
+
+def _write_report(path: Path, verdicts: dict[str, plugin.RuleVerdict], args: argparse.Namespace) -> None:
+    report = {
+        "format": "rx-oracle-report",
+        "version": 1,
+        "oracle_version": __version__,
+        "kernel": KERNEL_VERSION,
+        "target": args.target,
+        "profile": args.profile,
+        "rules": [
+            {"rule": v.rule, "verdict": v.verdict, "passed": v.passed, "failed": v.failed,
+             "skipped": v.skipped, "reasons": v.reasons, "failures": v.failures}
+            for _, v in sorted(verdicts.items())
+        ],
+    }
+    path.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

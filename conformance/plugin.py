@@ -1,0 +1,126 @@
+"""pytest plugin: the ``rule`` marker, rule selection and per-rule verdicts.
+
+Registered as a ``pytest11`` entry point, so any pytest run in an environment with
+rx-oracle installed understands ``@pytest.mark.rule("RSS-001", ...)`` and the
+``--rx-rules GLOB`` option.  ``rx-oracle conformance`` drives pytest with this plugin
+and renders the verdicts it gathers.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+
+import attrs
+import pytest
+
+PASS, FAIL, SKIP = "pass", "fail", "skip"
+
+
+@attrs.define
+class RuleVerdict:
+    """What the suite concluded about one SPEC rule."""
+
+    rule: str
+    verdict: str = SKIP
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    reasons: list[str] = attrs.field(factory=list)
+    failures: list[str] = attrs.field(factory=list)
+
+    def add(self, outcome: str, nodeid: str, detail: str) -> None:
+        if outcome == FAIL:
+            self.failed += 1
+            self.failures.append(f"{nodeid}: {detail}".strip())
+        elif outcome == PASS:
+            self.passed += 1
+        else:
+            self.skipped += 1
+            if detail and detail not in self.reasons:
+                self.reasons.append(detail)
+        self.verdict = FAIL if self.failed else PASS if self.passed else SKIP
+
+
+@attrs.define
+class RuleCollector:
+    """Gathers one verdict per rule from test reports."""
+
+    selectors: tuple[str, ...] = ()
+    verdicts: dict[str, RuleVerdict] = attrs.field(factory=dict)
+
+    def selected(self, rules: Iterable[str]) -> bool:
+        if not self.selectors:
+            return True
+        return any(fnmatch.fnmatchcase(r, s) for r in rules for s in self.selectors)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        keep, drop = [], []
+        for item in items:
+            rules = rules_of(item)
+            if self.selected(rules):
+                keep.append(item)
+                # Travels with every report, so xdist's controller sees it too.
+                item.user_properties.append(("rx_rules", ",".join(rules)))
+            else:
+                drop.append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        rules = next((str(v).split(",") for k, v in report.user_properties
+                      if k == "rx_rules" and v), [])
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            outcome = FAIL if report.failed else SKIP if report.skipped else PASS
+            detail = _detail(report)
+            for rule in rules:
+                self.verdicts.setdefault(rule, RuleVerdict(rule)).add(
+                    outcome, report.nodeid, detail
+                )
+
+
+def rules_of(item: pytest.Item) -> tuple[str, ...]:
+    """The rule ids an item's ``rule`` markers name, in order, without duplicates."""
+    seen: dict[str, None] = {}
+    for mark in item.iter_markers("rule"):
+        for rid in mark.args:
+            seen[str(rid)] = None
+    return tuple(seen)
+
+
+def _detail(report: pytest.TestReport) -> str:
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
+    if report.failed:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        return str(getattr(crash, "message", "")).splitlines()[0] if crash else ""
+    return ""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rx-oracle")
+    group.addoption(
+        "--rx-rules",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="run only tests that check a rule matching GLOB (e.g. 'RSS-*'); repeatable",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "rule(*ids): the SPEC.md rule ids a test checks")
+    if config.pluginmanager.has_plugin("rx-oracle-rules"):
+        return
+    selectors = tuple(config.getoption("--rx-rules") or ())
+    config.pluginmanager.register(RuleCollector(selectors), "rx-oracle-rules")
+
+
+def collector(config: pytest.Config) -> RuleCollector:
+    plugin = config.pluginmanager.get_plugin("rx-oracle-rules")
+    assert isinstance(plugin, RuleCollector)
+    return plugin

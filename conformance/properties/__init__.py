@@ -1,0 +1,1 @@
+"""The conformance properties, one module per area (``prop_<area>.py``)."""

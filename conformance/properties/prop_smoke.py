@@ -1,0 +1,5 @@
+import pytest
+
+@pytest.mark.rule("ERR-001")
+def test_x() -> None:
+    assert True
