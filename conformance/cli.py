@@ -19,7 +19,6 @@ from conformance import plugin
 from reference import KERNEL_VERSION, __version__
 
 EXIT_OK, EXIT_NONCONFORMANT, EXIT_ERROR = 0, 1, 2
-TARGETS = ("reference",)
 PROPERTIES_DIR = Path(__file__).resolve().parent / "properties"
 
 
@@ -32,7 +31,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("conformance", help="run the conformance suite against a target")
-    c.add_argument("--target", default="reference", help="implementation under test (default: reference)")
+    c.add_argument("--target", default="reference",
+                   help="implementation under test: reference (default), python:MODULE:OBJECT, "
+                        "exec:COMMAND, fixtures:DIR")
+    c.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="per-request timeout for exec targets (default 10)")
     c.add_argument("--rules", action="append", default=[], metavar="GLOB",
                    help="check only rules matching GLOB, e.g. 'RSS-*' (repeatable)")
     c.add_argument("--profile", default="ci", choices=("ci", "dev", "deep"),
@@ -42,6 +45,11 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("-n", "--numprocesses", default=None, metavar="N",
                    help="run in N processes via pytest-xdist ('auto' for one per core)")
     c.add_argument("-v", "--verbose", action="store_true", help="show each test as it runs")
+
+    r = sub.add_parser("replay", help="run one scenario (JSON) on a target and compare")
+    r.add_argument("scenario", help="the scenario as JSON text, or @FILE")
+    r.add_argument("--target", default="reference")
+    r.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
     return p
 
 
@@ -49,14 +57,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "conformance":
         return conformance(args)
+    if args.command == "replay":
+        return replay(args)
     return EXIT_ERROR  # pragma: no cover - argparse enforces the sub-command
 
 
 def conformance(args: argparse.Namespace) -> int:
-    if args.target not in TARGETS:
-        print(f"rx-oracle: unknown or not yet supported target {args.target!r}; "
-              f"available: {', '.join(TARGETS)}", file=sys.stderr)
-        return EXIT_ERROR
     pytest_args = [
         str(PROPERTIES_DIR),
         "--rootdir", str(PROPERTIES_DIR),
@@ -66,6 +72,8 @@ def conformance(args: argparse.Namespace) -> int:
         f"--hypothesis-profile={args.profile}",
         "-v" if args.verbose else "-q",
         "-W", "ignore::pytest.PytestAssertRewriteWarning",
+        "--rx-target", args.target,
+        "--rx-timeout", str(args.timeout),
     ]
     for glob in args.rules:
         pytest_args += ["--rx-rules", glob]
@@ -77,6 +85,7 @@ def conformance(args: argparse.Namespace) -> int:
     capture = _Capture()
     code = pytest.main(pytest_args, plugins=[capture])
     verdicts = capture.verdicts
+    target_errors = capture.target_errors
     if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.INTERRUPTED):
         print(f"rx-oracle: the suite could not run (pytest exit {int(code)})", file=sys.stderr)
         return EXIT_ERROR
@@ -88,6 +97,10 @@ def conformance(args: argparse.Namespace) -> int:
     if args.report:
         _write_report(args.report, verdicts, args)
     failed = any(v.verdict == plugin.FAIL for v in verdicts.values())
+    if target_errors:
+        print(f"rx-oracle: {len(target_errors)} case(s) ended in a target error; first: "
+              f"{target_errors[0]}", file=sys.stderr)
+        return EXIT_ERROR
     if code == pytest.ExitCode.TESTS_FAILED and not failed:
         # A failure outside any rule (an error in the suite itself) is not a verdict.
         print("rx-oracle: the suite itself failed outside any rule", file=sys.stderr)
@@ -99,13 +112,17 @@ class _Capture:
     """Receives the verdicts from the in-process (or xdist-controller) pytest session."""
 
     verdicts: dict[str, plugin.RuleVerdict]
+    target_errors: list[str]
 
     def __init__(self) -> None:
         self.verdicts = {}
+        self.target_errors = []
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.verdicts = dict(plugin.collector(session.config).verdicts)
+        rules = plugin.collector(session.config)
+        self.verdicts = dict(rules.verdicts)
+        self.target_errors = list(rules.target_errors)
 
 
 def _print_table(verdicts: dict[str, plugin.RuleVerdict], args: argparse.Namespace) -> None:
@@ -147,6 +164,44 @@ def _write_report(path: Path, verdicts: dict[str, plugin.RuleVerdict], args: arg
         ],
     }
     path.write_text(json.dumps(report, indent=2) + "\n")
+
+
+def replay(args: argparse.Namespace) -> int:
+    """Run one scenario on a target and on the reference; print the comparison."""
+    from conformance.components import registry
+    from conformance.observe import compare
+    from conformance.scenario import Scenario, ScenarioError, to_jsonable
+    from conformance.targets.base import TargetError, load_target
+
+    text = args.scenario
+    try:
+        if text.startswith("@"):
+            text = Path(text[1:]).read_text()
+        scenario = Scenario.from_json(json.loads(text))
+    except (OSError, json.JSONDecodeError, ScenarioError) as exc:
+        print(f"rx-oracle: bad scenario: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    component = registry().get(scenario.component)
+    if component is None:
+        print(f"rx-oracle: unknown component {scenario.component!r}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        expected = component.expected(scenario)
+        target = load_target(args.target, timeout=args.timeout)
+        try:
+            actual = target.run(scenario)
+            reports = target.capabilities.reports
+        finally:
+            target.close()
+    except (TargetError, ValueError) as exc:
+        print(f"rx-oracle: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    result = compare(to_jsonable(expected), to_jsonable(actual), reports=reports,
+                     rules_for=component.rules_for)
+    print(f"checked {len(result.checked)} fields, {len(result.not_checked)} not checked")
+    for mismatch in result.mismatches:
+        print("MISMATCH " + mismatch.describe())
+    return EXIT_OK if result.ok else EXIT_NONCONFORMANT
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,10 +9,13 @@ and renders the verdicts it gathers.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 
 import attrs
 import pytest
+
+from conformance.check import RuleMismatch, TargetSession
+from conformance.targets.base import TargetError, load_target
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 
@@ -71,16 +74,36 @@ class RuleCollector:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
 
+    target_errors: list[str] = attrs.field(factory=list)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, None]:
+        outcome = yield
+        report = outcome.get_result()
+        exc = call.excinfo.value if call.excinfo is not None else None
+        if isinstance(exc, RuleMismatch):
+            # Only the rules governing the first differing field fail.
+            report.user_properties.append(("rx_failed_rules", ",".join(exc.rules)))
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        rules = next((str(v).split(",") for k, v in report.user_properties
-                      if k == "rx_rules" and v), [])
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            outcome = FAIL if report.failed else SKIP if report.skipped else PASS
-            detail = _detail(report)
-            for rule in rules:
-                self.verdicts.setdefault(rule, RuleVerdict(rule)).add(
-                    outcome, report.nodeid, detail
-                )
+        props = dict(report.user_properties)
+        rules = [r for r in str(props.get("rx_rules", "")).split(",") if r]
+        if not (report.when == "call" or (report.when == "setup" and not report.passed)):
+            return
+        outcome = FAIL if report.failed else SKIP if report.skipped else PASS
+        detail = _detail(report)
+        if outcome == SKIP and detail.startswith("target error"):
+            self.target_errors.append(f"{report.nodeid}: {detail}")
+        failed_rules = props.get("rx_failed_rules")
+        if outcome == FAIL and failed_rules is not None:
+            blamed = [r for r in str(failed_rules).split(",") if r]
+            for rule in blamed or rules:
+                self.verdicts.setdefault(rule, RuleVerdict(rule)).add(FAIL, report.nodeid, detail)
+            return
+        for rule in rules:
+            self.verdicts.setdefault(rule, RuleVerdict(rule)).add(outcome, report.nodeid, detail)
 
 
 def rules_of(item: pytest.Item) -> tuple[str, ...]:
@@ -104,6 +127,20 @@ def _detail(report: pytest.TestReport) -> str:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rx-oracle")
     group.addoption(
+        "--rx-target",
+        default="reference",
+        metavar="TARGET",
+        help="implementation under test: reference (default), python:MODULE:OBJECT, "
+        "exec:COMMAND or fixtures:DIR",
+    )
+    group.addoption(
+        "--rx-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="per-request timeout for exec targets (default 10)",
+    )
+    group.addoption(
         "--rx-rules",
         action="append",
         default=[],
@@ -118,6 +155,21 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     selectors = tuple(config.getoption("--rx-rules") or ())
     config.pluginmanager.register(RuleCollector(selectors), "rx-oracle-rules")
+
+
+@pytest.fixture(scope="session")
+def rx_target(request: pytest.FixtureRequest) -> Generator[TargetSession, None, None]:
+    """The target under test for this run, with its error bookkeeping."""
+    spec = str(request.config.getoption("--rx-target"))
+    try:
+        target = load_target(spec, timeout=float(request.config.getoption("--rx-timeout")))
+    except TargetError as exc:
+        pytest.exit(f"rx-oracle: target error: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+    session = TargetSession(target, spec)
+    try:
+        yield session
+    finally:
+        target.close()
 
 
 def collector(config: pytest.Config) -> RuleCollector:

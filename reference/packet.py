@@ -1,15 +1,75 @@
 """A small, fast header parser: the facts NICs and drivers key on (SPEC: PKT-*).
 
-INTERFACE STUB written by the lead; the packet helper implements ``parse``.  The field
-names and meanings of :class:`PacketInfo` are the contract other modules (rss, checksum,
-driver models) rely on: extend it if needed, but do not rename or remove fields.
+``parse`` walks one Ethernet frame - VLAN tags, IPv4 or IPv6 (with its extension
+headers) and the first upper-layer header - and returns a :class:`PacketInfo`.  It is
+written for a driver model that calls it once per packet: a handful of precompiled
+``struct.Struct.unpack_from`` calls, explicit length checks instead of exceptions on
+the happy path, and one result object.
+
+Bad bytes raise :class:`~reference.errors.Truncated` (the frame or the datagram ends
+before bytes a header needs) or :class:`~reference.errors.MalformedInput` (a field
+holds an impossible value); nothing else ever escapes (PKT-001, PKT-002).
+
+Where the walk follows the kernel, the code cites it: the IP receive paths
+(``net/ipv4/ip_input.c: ip_rcv_core``, ``net/ipv6/ip6_input.c: ip6_rcv_core``), the
+IPv6 extension-header skipper (``net/ipv6/exthdrs_core.c: ipv6_skip_exthdr``) and the
+flow dissector (``net/core/flow_dissector.c: __skb_flow_dissect``).  Where it
+deliberately differs from the flow dissector, the SPEC rule says so.
 """
 
 from __future__ import annotations
 
 import enum
+import struct
 
 import attrs
+
+from reference.errors import MalformedInput, Truncated
+from reference.trace import Trace, emit
+
+# EtherType values, include/uapi/linux/if_ether.h (PKT-ETH-001, PKT-VLAN-001).
+ETH_HLEN = 14
+ETH_P_IP = 0x0800
+ETH_P_IPV6 = 0x86DD
+ETH_P_8021Q = 0x8100
+ETH_P_8021AD = 0x88A8
+ETH_P_QINQ1 = 0x9100
+ETH_P_802_3_MIN = 0x0600
+VLAN_HLEN = 4
+
+#: TPIDs whose 4-byte tag the parser steps over (PKT-VLAN-001, PKT-VLAN-002).
+VLAN_TPIDS = frozenset((ETH_P_8021Q, ETH_P_8021AD, ETH_P_QINQ1))
+
+# IP protocol numbers (include/uapi/linux/in.h, include/net/ipv6.h NEXTHDR_*).
+IPPROTO_ICMP = 1
+IPPROTO_TCP = 6
+IPPROTO_UDP = 17
+IPPROTO_ESP = 50
+IPPROTO_AH = 51
+IPPROTO_ICMPV6 = 58
+IPPROTO_SCTP = 132
+NEXTHDR_HOP = 0
+NEXTHDR_ROUTING = 43
+NEXTHDR_FRAGMENT = 44
+NEXTHDR_AUTH = IPPROTO_AH
+NEXTHDR_NONE = 59
+NEXTHDR_DEST = 60
+
+# IPv4 frag_off bits (include/net/ip.h IP_MF / IP_OFFSET).
+IP_MF = 0x2000
+IP_OFFSET = 0x1FFF
+# IPv6 fragment header frag_off: offset in the top 13 bits, M flag in bit 0
+# (include/net/ipv6.h IP6_OFFSET / IP6_MF).
+IP6_OFFSET = 0xFFF8
+IP6_MF = 0x0001
+
+IPV4_HLEN = 20
+IPV6_HLEN = 40
+FRAG6_HLEN = 8
+TCP_HLEN = 20
+UDP_HLEN = 8
+SCTP_HLEN = 12
+ICMP_HLEN = 8  # struct icmphdr / struct icmp6hdr
 
 
 class L3(enum.IntEnum):
@@ -34,10 +94,22 @@ class VlanTag:
     tci: int  # host-order 16-bit TCI: PCP(15:13) DEI(12) VID(11:0)
     offset: int  # byte offset of the TPID in the frame
 
+    @property
+    def vid(self) -> int:
+        return self.tci & 0x0FFF
+
+    @property
+    def pcp(self) -> int:
+        return self.tci >> 13
+
+    @property
+    def dei(self) -> int:
+        return (self.tci >> 12) & 1
+
 
 @attrs.frozen(slots=True)
 class PacketInfo:
-    """What a parsed Ethernet frame tells a NIC/driver model.
+    """What a parsed Ethernet frame tells a NIC/driver model (PKT-003).
 
     Offsets are from the start of the Ethernet header.  Addresses are raw network-order
     bytes (4 for IPv4, 16 for IPv6).  Ports are host-order ints.
@@ -61,8 +133,364 @@ class PacketInfo:
     l4_offset: int  # offset of the L4 header; -1 if l4 is NONE
     sport: int  # -1 when the L4 has no ports or is absent
     dport: int
+    # Added by the packet module (defaults keep older constructors working):
+    l4_hdr_len: int = 0  # TCP doff*4, UDP 8, SCTP 12, ICMP/ICMPv6 8; 0 for NONE/OTHER
+    icmp_type: int = -1  # ICMP / ICMPv6 type; -1 otherwise
+    icmp_code: int = -1
+    frag_offset: int = 0  # fragment offset in bytes (0 unless a non-first fragment)
+
+    @property
+    def has_ports(self) -> bool:
+        return self.sport >= 0
 
 
-def parse(frame: bytes) -> PacketInfo:
-    """Parse an Ethernet frame. Raises MalformedInput/Truncated on bad input."""
-    raise NotImplementedError
+# Precompiled layouts (network byte order).
+_U16 = struct.Struct("!H")
+_VLAN = struct.Struct("!HH")  # TCI, encapsulated ethertype
+_IPV4 = struct.Struct("!BxHxxHxB2x4s4s")  # ver/ihl, tot_len, frag_off, protocol, saddr, daddr
+_IPV6 = struct.Struct("!B3xHB1x16s16s")  # ver/tc, payload_len, nexthdr, saddr, daddr
+_OPTHDR = struct.Struct("!BB")  # nexthdr, hdrlen (ipv6_opt_hdr, ip_auth_hdr)
+_FRAG6 = struct.Struct("!BxH")  # nexthdr, frag_off (struct frag_hdr)
+_PORTS = struct.Struct("!HH")
+_TCP_DOFF = struct.Struct("!12xB")
+_ICMP = struct.Struct("!BB")
+
+#: Extension headers with a (hdrlen + 1) * 8 length (include/net/ipv6.h ipv6_optlen).
+_OPT_HDRS = frozenset((NEXTHDR_HOP, NEXTHDR_ROUTING, NEXTHDR_DEST))
+
+_L4_OF_PROTO: dict[int, L4] = {
+    IPPROTO_TCP: L4.TCP,
+    IPPROTO_UDP: L4.UDP,
+    IPPROTO_SCTP: L4.SCTP,
+    IPPROTO_ICMP: L4.ICMP,
+    IPPROTO_ICMPV6: L4.ICMPV6,
+}
+
+#: Fixed L4 header sizes; TCP grows to doff*4 (PKT-L4-001..004).
+_L4_MIN_LEN: dict[L4, int] = {
+    L4.TCP: TCP_HLEN,
+    L4.UDP: UDP_HLEN,
+    L4.SCTP: SCTP_HLEN,
+    L4.ICMP: ICMP_HLEN,
+    L4.ICMPV6: ICMP_HLEN,
+}
+
+_L4_FIELD: dict[L4, str] = {
+    L4.TCP: "tcp.hdr",
+    L4.UDP: "udp.hdr",
+    L4.SCTP: "sctp.hdr",
+    L4.ICMP: "icmp.hdr",
+    L4.ICMPV6: "icmpv6.hdr",
+}
+
+_FrameBytes = bytes | bytearray | memoryview
+
+
+def _need(field: str, offset: int, needed: int, end: int, rule: str) -> None:
+    """PKT-002: raise Truncated unless ``needed`` bytes at ``offset`` lie before ``end``."""
+    if offset + needed > end:
+        raise Truncated(
+            field=field, offset=offset, needed=needed, available=max(end - offset, 0), rule=rule
+        )
+
+
+def parse(frame: _FrameBytes, trace: Trace | None = None) -> PacketInfo:
+    """Parse an Ethernet frame (PKT-001).  Raises MalformedInput/Truncated on bad input."""
+    n = len(frame)
+    # PKT-ETH-001: the 14-byte Ethernet header.
+    _need("eth.hdr", 0, ETH_HLEN, n, "PKT-ETH-001")
+    (ethertype,) = _U16.unpack_from(frame, 12)
+    off = ETH_HLEN
+
+    # PKT-VLAN-001: step over every tag whose TPID is in VLAN_TPIDS, outermost first.
+    vlans: tuple[VlanTag, ...] = ()
+    if ethertype in VLAN_TPIDS:
+        tags: list[VlanTag] = []
+        while ethertype in VLAN_TPIDS:
+            _need("vlan.hdr", off, VLAN_HLEN, n, "PKT-VLAN-001")
+            tci, inner = _VLAN.unpack_from(frame, off)
+            tags.append(VlanTag(tpid=ethertype, tci=tci, offset=off - 2))
+            ethertype = inner
+            off += VLAN_HLEN
+        vlans = tuple(tags)
+        emit(trace, "PKT-VLAN-001", "walked VLAN tags", depth=len(vlans), ethertype=ethertype)
+
+    if ethertype == ETH_P_IP:
+        return _parse_ipv4(frame, n, off, vlans, trace)
+    if ethertype == ETH_P_IPV6:
+        return _parse_ipv6(frame, n, off, vlans, trace)
+
+    # PKT-ETH-002: anything else (including 802.3 length values) carries no IP.
+    emit(trace, "PKT-ETH-002", "not IP: no L3/L4 facts", ethertype=ethertype)
+    return PacketInfo(
+        length=n,
+        vlans=vlans,
+        ethertype=ethertype,
+        l3=L3.NONE,
+        l3_offset=off,
+        l3_hdr_len=0,
+        ip_options=False,
+        ipv6_ext=False,
+        src=b"",
+        dst=b"",
+        ip_proto=-1,
+        is_fragment=False,
+        is_first_fragment=False,
+        ip_payload_end=n,
+        l4=L4.NONE,
+        l4_offset=-1,
+        sport=-1,
+        dport=-1,
+    )
+
+
+def _parse_ipv4(
+    frame: _FrameBytes, n: int, off: int, vlans: tuple[VlanTag, ...], trace: Trace | None
+) -> PacketInfo:
+    # PKT-IP4-001: the fixed 20-byte header must be present.
+    _need("ipv4.hdr", off, IPV4_HLEN, n, "PKT-IP4-001")
+    ver_ihl, tot_len, frag_off, proto, src, dst = _IPV4.unpack_from(frame, off)
+    version = ver_ihl >> 4
+    ihl = ver_ihl & 0x0F
+    # PKT-IP4-002: ip_rcv_core drops ihl < 5 or version != 4 (inhdr_error).
+    if version != 4:
+        raise MalformedInput(
+            "IPv4 header with a version other than 4",
+            field="ipv4.version", offset=off, value=version, rule="PKT-IP4-002",
+        )
+    if ihl < 5:
+        raise MalformedInput(
+            "IPv4 IHL below 5 words",
+            field="ipv4.ihl", offset=off, value=ihl, rule="PKT-IP4-002",
+        )
+    hlen = ihl * 4
+    # PKT-IP4-003: the options IHL announces must be in the frame.
+    _need("ipv4.ihl", off, hlen, n, "PKT-IP4-003")
+    # PKT-IP4-004: total length covers the header and fits the frame; the rest is padding.
+    if tot_len < hlen:
+        raise MalformedInput(
+            "IPv4 total length shorter than its header",
+            field="ipv4.tot_len", offset=off + 2, value=tot_len, rule="PKT-IP4-004",
+        )
+    _need("ipv4.tot_len", off, tot_len, n, "PKT-IP4-004")
+    end = off + tot_len
+
+    # PKT-IP4-005: ip_is_fragment() is MF or a non-zero offset.
+    is_fragment = bool(frag_off & (IP_MF | IP_OFFSET))
+    frag_offset = (frag_off & IP_OFFSET) * 8
+    l4_off = off + hlen
+    if is_fragment:
+        emit(trace, "PKT-IP4-005", "IPv4 fragment", offset=frag_offset, mf=bool(frag_off & IP_MF))
+    if frag_offset:
+        return _ip_result(
+            n, vlans, ETH_P_IP, L3.IPV4, off, hlen, ihl > 5, False, src, dst, proto,
+            True, False, end, frag_offset, L4.NONE, -1,
+        )
+    return _with_l4(
+        frame, n, vlans, ETH_P_IP, L3.IPV4, off, hlen, ihl > 5, False, src, dst, proto,
+        is_fragment, end, l4_off, trace,
+    )
+
+
+def _parse_ipv6(
+    frame: _FrameBytes, n: int, off: int, vlans: tuple[VlanTag, ...], trace: Trace | None
+) -> PacketInfo:
+    # PKT-IP6-001: the fixed 40-byte header, version 6 (ip6_rcv_core).
+    _need("ipv6.hdr", off, IPV6_HLEN, n, "PKT-IP6-001")
+    ver_tc, plen, nexthdr, src, dst = _IPV6.unpack_from(frame, off)
+    version = ver_tc >> 4
+    if version != 6:
+        raise MalformedInput(
+            "IPv6 header with a version other than 6",
+            field="ipv6.version", offset=off, value=version, rule="PKT-IP6-001",
+        )
+    # PKT-IP6-002: payload length bounds the datagram; zero with Hop-by-Hop first may be
+    # a jumbogram, whose length the model takes from the frame.
+    if plen == 0 and nexthdr == NEXTHDR_HOP:
+        end = n
+    else:
+        _need("ipv6.payload_len", off, IPV6_HLEN + plen, n, "PKT-IP6-002")
+        end = off + IPV6_HLEN + plen
+
+    # PKT-IP6-003..006: walk the extension headers ipv6_skip_exthdr() knows.
+    cur = off + IPV6_HLEN
+    is_fragment = False
+    proto = nexthdr
+    while True:
+        if proto in _OPT_HDRS:
+            _need("ipv6.exthdr", cur, 2, end, "PKT-IP6-003")
+            nxt, hdrlen = _OPTHDR.unpack_from(frame, cur)
+            size = (hdrlen + 1) * 8
+        elif proto == NEXTHDR_AUTH:
+            _need("ipv6.exthdr", cur, 2, end, "PKT-IP6-006")
+            nxt, hdrlen = _OPTHDR.unpack_from(frame, cur)
+            size = (hdrlen + 2) * 4
+        elif proto == NEXTHDR_FRAGMENT:
+            _need("ipv6.frag", cur, FRAG6_HLEN, end, "PKT-IP6-005")
+            nxt, frag_off = _FRAG6.unpack_from(frame, cur)
+            is_fragment = True
+            frag_offset = frag_off & IP6_OFFSET
+            emit(trace, "PKT-IP6-005", "IPv6 Fragment header", offset=frag_offset,
+                 m=bool(frag_off & IP6_MF))
+            cur += FRAG6_HLEN
+            if frag_offset:
+                # A non-first fragment: what follows is the middle of the datagram.
+                return _ip_result(
+                    n, vlans, ETH_P_IPV6, L3.IPV6, off, cur - off, False, True, src, dst, nxt,
+                    True, False, end, frag_offset, L4.NONE, -1,
+                )
+            proto = nxt
+            continue
+        else:
+            break
+        _need("ipv6.exthdr", cur, size, end, "PKT-IP6-003")
+        cur += size
+        proto = nxt
+
+    hdr_len = cur - off
+    ext = hdr_len > IPV6_HLEN
+    if ext:
+        emit(trace, "PKT-IP6-003", "walked IPv6 extension headers", length=hdr_len - IPV6_HLEN,
+             nexthdr=proto)
+    if proto == NEXTHDR_NONE:
+        # PKT-IP6-004: No Next Header - nothing follows.
+        return _ip_result(
+            n, vlans, ETH_P_IPV6, L3.IPV6, off, hdr_len, False, ext, src, dst, proto,
+            is_fragment, is_fragment, end, 0, L4.NONE, -1,
+        )
+    return _with_l4(
+        frame, n, vlans, ETH_P_IPV6, L3.IPV6, off, hdr_len, False, ext, src, dst, proto,
+        is_fragment, end, cur, trace,
+    )
+
+
+
+def _with_l4(
+    frame: _FrameBytes,
+    n: int,
+    vlans: tuple[VlanTag, ...],
+    ethertype: int,
+    l3: L3,
+    l3_off: int,
+    l3_len: int,
+    options: bool,
+    ext: bool,
+    src: bytes,
+    dst: bytes,
+    proto: int,
+    is_fragment: bool,
+    end: int,
+    l4_off: int,
+    trace: Trace | None,
+) -> PacketInfo:
+    """Read the upper-layer header that starts at ``l4_off`` (PKT-L4-001..006)."""
+    l4 = _L4_OF_PROTO.get(proto, L4.OTHER)
+    if l4 is L4.OTHER:
+        # PKT-L4-005: another protocol (ESP, GRE, ...): only its offset is known.
+        return _ip_result(
+            n, vlans, ethertype, l3, l3_off, l3_len, options, ext, src, dst, proto,
+            is_fragment, is_fragment, end, 0, L4.OTHER, l4_off,
+        )
+    need = _L4_MIN_LEN[l4]
+    if l4_off + need > end:
+        if is_fragment:
+            # PKT-L4-006: a first fragment may legally stop inside its L4 header.
+            emit(trace, "PKT-L4-006", "first fragment too short for its L4 header",
+                 proto=proto, available=end - l4_off)
+            return _ip_result(
+                n, vlans, ethertype, l3, l3_off, l3_len, options, ext, src, dst, proto,
+                True, True, end, 0, L4.NONE, -1,
+            )
+        _need(_L4_FIELD[l4], l4_off, need, end, "PKT-L4-006")
+    sport = dport = itype = icode = -1
+    if l4 is L4.ICMP or l4 is L4.ICMPV6:
+        # PKT-L4-004: type and code, no ports.
+        itype, icode = _ICMP.unpack_from(frame, l4_off)
+    else:
+        sport, dport = _PORTS.unpack_from(frame, l4_off)
+        if l4 is L4.TCP:
+            # PKT-L4-001: data offset >= 5 words and the whole header present.
+            (doff_byte,) = _TCP_DOFF.unpack_from(frame, l4_off)
+            doff = doff_byte >> 4
+            if doff < 5:
+                raise MalformedInput(
+                    "TCP data offset below 5 words",
+                    field="tcp.doff", offset=l4_off + 12, value=doff, rule="PKT-L4-001",
+                )
+            need = doff * 4
+            if l4_off + need > end:
+                if is_fragment:
+                    emit(trace, "PKT-L4-006", "first fragment too short for TCP options",
+                         doff=doff, available=end - l4_off)
+                    return _ip_result(
+                        n, vlans, ethertype, l3, l3_off, l3_len, options, ext, src, dst,
+                        proto, True, True, end, 0, L4.NONE, -1,
+                    )
+                _need("tcp.doff", l4_off, need, end, "PKT-L4-001")
+    return PacketInfo(
+        length=n,
+        vlans=vlans,
+        ethertype=ethertype,
+        l3=l3,
+        l3_offset=l3_off,
+        l3_hdr_len=l3_len,
+        ip_options=options,
+        ipv6_ext=ext,
+        src=src,
+        dst=dst,
+        ip_proto=proto,
+        is_fragment=is_fragment,
+        is_first_fragment=is_fragment,
+        ip_payload_end=end,
+        l4=l4,
+        l4_offset=l4_off,
+        sport=sport,
+        dport=dport,
+        l4_hdr_len=need,
+        icmp_type=itype,
+        icmp_code=icode,
+        frag_offset=0,
+    )
+
+
+def _ip_result(
+    n: int,
+    vlans: tuple[VlanTag, ...],
+    ethertype: int,
+    l3: L3,
+    l3_off: int,
+    l3_len: int,
+    options: bool,
+    ext: bool,
+    src: bytes,
+    dst: bytes,
+    proto: int,
+    is_fragment: bool,
+    is_first: bool,
+    end: int,
+    frag_offset: int,
+    l4: L4,
+    l4_off: int,
+) -> PacketInfo:
+    """An IP result without ports (non-first fragment, OTHER, No Next Header)."""
+    return PacketInfo(
+        length=n,
+        vlans=vlans,
+        ethertype=ethertype,
+        l3=l3,
+        l3_offset=l3_off,
+        l3_hdr_len=l3_len,
+        ip_options=options,
+        ipv6_ext=ext,
+        src=src,
+        dst=dst,
+        ip_proto=proto,
+        is_fragment=is_fragment,
+        is_first_fragment=is_first,
+        ip_payload_end=end,
+        l4=l4,
+        l4_offset=l4_off,
+        sport=-1,
+        dport=-1,
+        frag_offset=frag_offset,
+    )

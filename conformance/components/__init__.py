@@ -1,0 +1,40 @@
+"""Components: what a scenario exercises, and how the reference answers it.
+
+Each component module provides a :class:`Component`: the reference's answer to a
+scenario (``expected``), the rules that govern each observable path
+(``rules_for``), and hypothesis strategies that generate its scenarios.  The
+reference target and the properties both go through this registry, so no part of
+the suite special-cases a target kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from conformance.observe import matches
+from conformance.scenario import Scenario
+
+
+@attrs.frozen
+class Component:
+    name: str
+    #: The reference model's observables for a scenario.
+    expected: Callable[[Scenario], dict[str, Any]]
+    #: (glob over observable paths, rule ids) in priority order; first match wins.
+    field_rules: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def rules_for(self, path: str) -> tuple[str, ...]:
+        for pattern, rules in self.field_rules:
+            if matches(path, (pattern,)):
+                return rules
+        return ()
+
+
+def registry() -> Mapping[str, Component]:
+    """All components, imported lazily so a broken one cannot hide the others."""
+    from conformance.components import kfunc, rss
+
+    return {c.name: c for c in (rss.COMPONENT, kfunc.COMPONENT)}

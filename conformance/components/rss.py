@@ -1,0 +1,82 @@
+"""The ``rss`` component: Toeplitz hash, hash type and queue of each frame.
+
+config:  ``key`` (hex, 40 or 52 bytes), ``indir`` (list of ring numbers),
+         optional ``hash_fields`` (object: ethtool flow type as a decimal string →
+         ``RXH_*`` mask; default: 4-tuple for TCP/UDP, addresses otherwise) and
+         ``input_xfrm`` (0, 1 = RXH_XFRM_SYM_XOR, 2 = RXH_XFRM_SYM_OR_XOR).
+frames:  well-formed Ethernet frames.
+observables: ``packets[i]`` = ``{"hash": int | null, "hash_type": int, "queue": int}``
+         where ``hash_type`` is the ``enum xdp_rss_hash_type`` value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from conformance.components import Component
+from conformance.scenario import Scenario
+from conformance.strategies import ip_frames, rss_keys
+from conformance.strategies.frames import ethernet_frames
+from reference import packet, rss
+
+
+def config_of(scenario: Scenario) -> rss.RssConfig:
+    cfg = scenario.config
+    fields = cfg.get("hash_fields")
+    return rss.RssConfig(
+        key=bytes.fromhex(str(cfg["key"])),
+        indir=tuple(int(q) for q in cfg["indir"]),
+        hash_fields=(rss.DEFAULT_HASH_FIELDS if fields is None
+                     else {int(k): int(v) for k, v in dict(fields).items()}),
+        input_xfrm=int(cfg.get("input_xfrm", 0)),
+    )
+
+
+def expected(scenario: Scenario) -> dict[str, Any]:
+    """RSS-IN-001..004, RSS-TOEP-001, RSS-TYPE-001, RSS-RETA-004/005 per frame."""
+    config = config_of(scenario)
+    packets = []
+    for frame in scenario.frames:
+        info = packet.parse(frame)
+        result = rss.rss_hash(info, config)
+        if result is None:
+            queue = config.indir[0]
+        else:
+            queue = rss.queue_for(result.hash, config.indir)
+        packets.append({
+            "hash": None if result is None else result.hash,
+            "hash_type": int(rss.xdp_rss_hash_type(result)),
+            "queue": queue,
+        })
+    return {"packets": packets}
+
+
+COMPONENT = Component(
+    name="rss",
+    expected=expected,
+    field_rules=(
+        ("packets[*].hash", ("RSS-IN-002", "RSS-TOEP-001")),
+        ("packets[*].hash_type", ("RSS-TYPE-001",)),
+        ("packets[*].queue", ("RSS-RETA-004",)),
+        ("packets", ("RSS-IN-001",)),
+    ),
+)
+
+
+@st.composite
+def scenarios(draw: st.DrawFn, *, symmetric: bool | None = None) -> Scenario:
+    """RSS scenarios: a key, a table over 1-16 rings, default fields, a few frames."""
+    n_rings = draw(st.integers(1, 16))
+    size = draw(st.sampled_from([64, 128, 256]))
+    xfrm = draw(st.sampled_from([0, 0, rss.RXH_XFRM_SYM_XOR, rss.RXH_XFRM_SYM_OR_XOR])
+                if symmetric is None else st.just(rss.RXH_XFRM_SYM_XOR if symmetric else 0))
+    frames = draw(st.lists(st.one_of(ip_frames(), ethernet_frames()), min_size=1, max_size=4))
+    return Scenario(
+        component="rss",
+        config={"key": draw(rss_keys()).hex(), "indir": list(rss.default_indir(size, n_rings)),
+                "input_xfrm": xfrm},
+        frames=tuple(frames),
+        rules=("RSS-IN-002", "RSS-TOEP-001", "RSS-TYPE-001", "RSS-RETA-004"),
+    )

@@ -1,0 +1,51 @@
+"""RSS properties: the target's hash, hash type and queue agree with the reference,
+and its hashes of Microsoft's published vectors are the published values."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from scapy.layers.inet import IP, TCP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+
+from conformance.check import TargetSession, check
+from conformance.components import rss as rss_component
+from conformance.scenario import Scenario
+from conformance.vectors.ms_rss import IPV4_VECTORS, IPV6_VECTORS, MS_KEY, Vector
+from reference import rss
+
+COMPONENT = rss_component.COMPONENT
+
+
+@pytest.mark.rule("RSS-IN-001", "RSS-IN-002", "RSS-IN-003", "RSS-IN-004", "RSS-TOEP-001",
+                  "RSS-TYPE-001", "RSS-RETA-004", "RSS-RETA-005", "RSS-XFRM-002")
+@given(scenario=rss_component.scenarios())
+def test_rss_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
+    check(rx_target, scenario, COMPONENT.expected(scenario), rules_for=COMPONENT.rules_for)
+
+
+def _vector_frames(v: Vector, v6: bool) -> tuple[bytes, bytes]:
+    ip = IPv6(src=v.src, dst=v.dst) if v6 else IP(src=v.src, dst=v.dst)
+    with_ports = bytes(Ether() / ip / TCP(sport=v.sport, dport=v.dport))
+    addresses_only = bytes(Ether() / ip.copy())  # no L4 header: the address pair is hashed
+    return addresses_only, with_ports
+
+
+@pytest.mark.rule("RSS-TOEP-001", "RSS-IN-002")
+@pytest.mark.parametrize(
+    ("vector", "v6"),
+    [(v, False) for v in IPV4_VECTORS] + [(v, True) for v in IPV6_VECTORS],
+    ids=[f"v4-{v.src}" for v in IPV4_VECTORS] + [f"v6-{v.src}" for v in IPV6_VECTORS],
+)
+def test_published_microsoft_vectors(rx_target: TargetSession, vector: Vector, v6: bool) -> None:
+    """Independent of the reference: the published hash of each row, both hash kinds."""
+    scenario = Scenario(
+        component="rss",
+        config={"key": MS_KEY.hex(), "indir": list(rss.default_indir(128, 1))},
+        frames=_vector_frames(vector, v6),
+        rules=("RSS-TOEP-001", "RSS-IN-002"),
+    )
+    published = {"packets": [{"hash": vector.hash_l3}, {"hash": vector.hash_l3l4}]}
+    check(rx_target, scenario, published, rules_for=COMPONENT.rules_for,
+          mask=("packets[*].hash_type", "packets[*].queue"))

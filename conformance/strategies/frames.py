@@ -1,0 +1,148 @@
+"""Frame strategies: scapy builds every frame, hypothesis chooses every field.
+
+The traffic covers what NIC RX paths key on: Ethernet, 802.1Q and QinQ tags, IPv4
+with options and fragments, IPv6 with extension headers, TCP, UDP, SCTP, ICMP and
+ICMPv6, non-IP ethertypes, padding, runts and jumbo frames.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+from scapy.layers.inet import ICMP, IP, TCP, UDP, IPOption_NOP, IPOption_RR
+from scapy.layers.inet6 import (
+    ICMPv6EchoRequest,
+    IPv6,
+    IPv6ExtHdrDestOpt,
+    IPv6ExtHdrFragment,
+    IPv6ExtHdrHopByHop,
+    IPv6ExtHdrRouting,
+)
+from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
+from scapy.layers.sctp import SCTP
+from scapy.packet import Packet, Raw
+
+macs = st.binary(min_size=6, max_size=6).map(lambda b: ":".join(f"{x:02x}" for x in b))
+ipv4_addrs = st.binary(min_size=4, max_size=4).map(lambda b: ".".join(str(x) for x in b))
+ipv6_addrs = st.binary(min_size=16, max_size=16).map(
+    lambda b: ":".join(b[i : i + 2].hex() for i in range(0, 16, 2))
+)
+ports = st.integers(0, 0xFFFF)
+payloads = st.binary(max_size=64)
+
+
+def rss_keys() -> st.SearchStrategy[bytes]:
+    """A 40- or 52-byte RSS key (the two lengths netdev_rss_key_fill speaks of)."""
+    return st.sampled_from([40, 52]).flatmap(lambda n: st.binary(min_size=n, max_size=n))
+
+
+@st.composite
+def _l4(draw: st.DrawFn, v6: bool) -> Packet:
+    kind = draw(st.sampled_from(["tcp", "udp", "sctp", "icmp", "raw"]))
+    if kind == "tcp":
+        return TCP(sport=draw(ports), dport=draw(ports), flags=draw(st.sampled_from(["S", "A", "PA"])))
+    if kind == "udp":
+        return UDP(sport=draw(ports), dport=draw(ports))
+    if kind == "sctp":
+        return SCTP(sport=draw(ports), dport=draw(ports))
+    if kind == "icmp":
+        return ICMPv6EchoRequest() if v6 else ICMP()
+    return Raw(draw(st.binary(min_size=1, max_size=8)))
+
+
+@st.composite
+def _ipv4(draw: st.DrawFn) -> Packet:
+    options = draw(st.sampled_from([[], [IPOption_NOP()] * 4, [IPOption_RR(routers=["1.2.3.4"])]]))
+    frag = draw(st.sampled_from(["none", "first", "later"]))
+    fields: dict[str, Any] = {"src": draw(ipv4_addrs), "dst": draw(ipv4_addrs), "ttl": 64}
+    if options:
+        fields["options"] = options
+    if frag == "first":
+        fields["flags"] = "MF"
+    elif frag == "later":
+        fields["frag"] = draw(st.integers(1, 100))
+    l4 = draw(_l4(v6=False))
+    if isinstance(l4, Raw):
+        fields["proto"] = draw(st.sampled_from([47, 50, 253]))
+    return IP(**fields) / l4 / Raw(draw(payloads))
+
+
+@st.composite
+def _ipv6(draw: st.DrawFn) -> Packet:
+    pkt: Packet = IPv6(src=draw(ipv6_addrs), dst=draw(ipv6_addrs))
+    for ext in draw(st.lists(st.sampled_from(["hbh", "dst", "rt", "frag"]), max_size=3)):
+        if ext == "hbh":
+            pkt = pkt / IPv6ExtHdrHopByHop()
+        elif ext == "dst":
+            pkt = pkt / IPv6ExtHdrDestOpt()
+        elif ext == "rt":
+            pkt = pkt / IPv6ExtHdrRouting(addresses=[])
+        else:
+            pkt = pkt / IPv6ExtHdrFragment(offset=draw(st.sampled_from([0, 0, 5])), m=draw(st.booleans()))
+    l4 = draw(_l4(v6=True))
+    if isinstance(l4, Raw):
+        last = pkt.lastlayer()
+        last.nh = draw(st.sampled_from([47, 50, 253]))
+    return pkt / l4 / Raw(draw(payloads))
+
+
+@st.composite
+def _tags(draw: st.DrawFn, ethertype_inner: bool = True) -> list[Packet]:
+    n = draw(st.sampled_from([0, 0, 0, 1, 2]))
+    tags: list[Packet] = []
+    for i in range(n):
+        tci = draw(st.integers(0, 0xFFFF))
+        prio, dei, vid = tci >> 13, (tci >> 12) & 1, tci & 0xFFF
+        if n == 2 and i == 0:
+            tags.append(Dot1AD(prio=prio, dei=dei, vlan=vid))
+        else:
+            tags.append(Dot1Q(prio=prio, dei=dei, vlan=vid))
+    return tags
+
+
+@st.composite
+def ip_frames(draw: st.DrawFn, *, vlans: bool = True) -> bytes:
+    """Well-formed Ethernet frames carrying IPv4 or IPv6."""
+    pkt: Packet = Ether(src=draw(macs), dst=draw(macs))
+    for tag in draw(_tags()) if vlans else []:
+        pkt = pkt / tag
+    l3 = draw(st.one_of(_ipv4(), _ipv6()))
+    return bytes(pkt / l3)
+
+
+@st.composite
+def ethernet_frames(draw: st.DrawFn) -> bytes:
+    """Well-formed frames of any kind: IP, ARP, unknown ethertypes; padded, runt or jumbo."""
+    kind = draw(st.sampled_from(["ip", "ip", "ip", "arp", "other"]))
+    if kind == "ip":
+        frame = draw(ip_frames())
+    elif kind == "arp":
+        frame = bytes(Ether(src=draw(macs), dst="ff:ff:ff:ff:ff:ff") / ARP(psrc=draw(ipv4_addrs)))
+    else:
+        frame = bytes(Ether(src=draw(macs), dst=draw(macs), type=draw(st.sampled_from([0x88B5, 0x88CC, 0x9000])))
+                      / Raw(draw(st.binary(max_size=64))))
+    size = draw(st.sampled_from(["as-built", "as-built", "padded", "jumbo"]))
+    if size == "padded" and len(frame) < 60:
+        frame = frame + bytes(60 - len(frame))  # the MAC's minimum-size padding
+    elif size == "jumbo":
+        frame = frame + draw(st.binary(min_size=1500, max_size=1500))  # trailing bytes past the IP length
+    return frame
+
+
+@st.composite
+def malformed_frames(draw: st.DrawFn) -> bytes:
+    """Runts, truncations and corrupted headers of otherwise real frames."""
+    frame = draw(ethernet_frames())
+    how = draw(st.sampled_from(["truncate", "flip", "runt"]))
+    if how == "runt":
+        return frame[: draw(st.integers(0, 13))]
+    if how == "truncate":
+        return frame[: draw(st.integers(0, max(0, len(frame) - 1)))]
+    pos = draw(st.integers(0, len(frame) - 1))
+    return frame[:pos] + bytes([frame[pos] ^ draw(st.integers(1, 255))]) + frame[pos + 1 :]
+
+
+def frames() -> st.SearchStrategy[bytes]:
+    """Any frame: mostly well-formed, sometimes malformed."""
+    return st.one_of(ethernet_frames(), ethernet_frames(), malformed_frames())

@@ -1,0 +1,184 @@
+"""``exec:COMMAND``: a target in a child process, in any language.
+
+The child speaks the JSON-lines protocol of ``conformance/PROTOCOL.md`` on its stdin
+and stdout.  Every read has a deadline: a child that hangs, dies, or prints something
+that is not a protocol message is reported as a :class:`TargetError` for that case,
+killed, and started afresh for the next case, so the suite never hangs.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import queue
+import subprocess
+import threading
+from typing import IO, Any
+
+from conformance.scenario import Scenario
+from conformance.targets.base import Capabilities, TargetError
+
+PROTOCOL_VERSION = 1
+_EOF = object()
+
+
+class ExecTarget:
+    """Drives one child process; restarts it after a failure."""
+
+    def __init__(self, argv: list[str], *, timeout: float = 10.0) -> None:
+        if not argv:
+            raise TargetError("exec target needs a command")
+        self.argv = argv
+        self.timeout = timeout
+        self.name = f"exec:{' '.join(argv)}"
+        self._proc: subprocess.Popen[str] | None = None
+        self._lines: queue.Queue[object] = queue.Queue()
+        self._stderr: collections.deque[str] = collections.deque(maxlen=20)
+        self._next_id = 0
+        self._caps: Capabilities | None = None
+        self._start()
+
+    # -- the Target interface ------------------------------------------------------
+
+    @property
+    def capabilities(self) -> Capabilities:
+        assert self._caps is not None
+        return self._caps
+
+    def run(self, scenario: Scenario) -> dict[str, Any]:
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
+        self._next_id += 1
+        rid = self._next_id
+        self._send({"type": "run", "id": rid, "scenario": scenario.to_json()})
+        try:
+            msg = self._receive(f"the result of request {rid}")
+        except TargetError:
+            self._kill()
+            raise
+        if msg.get("id") != rid:
+            self._kill()
+            raise TargetError(f"{self.name}: answered id {msg.get('id')!r} to request {rid}")
+        if msg.get("type") == "error":
+            raise TargetError(f"{self.name}: reported an error: {msg.get('message', '')}")
+        observables = msg.get("observables")
+        if msg.get("type") != "result" or not isinstance(observables, dict):
+            self._kill()
+            raise TargetError(f"{self.name}: out-of-protocol answer {_short(msg)}")
+        return observables
+
+    def close(self) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            if proc.poll() is None and proc.stdin is not None:
+                proc.stdin.write(json.dumps({"type": "bye"}) + "\n")
+                proc.stdin.close()
+            proc.wait(timeout=min(self.timeout, 2.0))
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            pass
+        self._kill()
+
+    # -- process management ----------------------------------------------------------
+
+    def _start(self) -> None:
+        self._kill()
+        self._lines = queue.Queue()
+        try:
+            proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                bufsize=1,
+            )
+        except OSError as exc:
+            raise TargetError(f"{self.name}: cannot start: {exc}") from exc
+        self._proc = proc
+        assert proc.stdout is not None and proc.stderr is not None
+        threading.Thread(target=self._pump, args=(proc.stdout, self._lines), daemon=True).start()
+        threading.Thread(target=self._drain, args=(proc.stderr,), daemon=True).start()
+        hello = self._receive("the hello message")
+        if hello.get("type") != "hello":
+            self._kill()
+            raise TargetError(f"{self.name}: first message must be hello, got {_short(hello)}")
+        if hello.get("protocol") != PROTOCOL_VERSION:
+            self._kill()
+            raise TargetError(
+                f"{self.name}: speaks protocol {hello.get('protocol')!r}, "
+                f"the suite speaks {PROTOCOL_VERSION}"
+            )
+        caps = hello.get("capabilities") or {}
+        comps = caps.get("components") if isinstance(caps, dict) else None
+        reports = caps.get("reports", ["*"]) if isinstance(caps, dict) else None
+        if not isinstance(comps, list) or not isinstance(reports, list):
+            self._kill()
+            raise TargetError(f"{self.name}: hello lacks capabilities.components/reports")
+        if isinstance(hello.get("name"), str):
+            self.name = f"exec:{hello['name']}"
+        self._caps = Capabilities(frozenset(map(str, comps)), tuple(map(str, reports)))
+
+    @staticmethod
+    def _pump(stream: IO[str], lines: queue.Queue[object]) -> None:
+        for line in stream:
+            lines.put(line)
+        lines.put(_EOF)
+
+    def _drain(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._stderr.append(line.rstrip())
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stdin is not None
+        try:
+            proc.stdin.write(json.dumps(msg, separators=(",", ":")) + "\n")
+            proc.stdin.flush()
+        except (OSError, ValueError) as exc:
+            self._kill()
+            raise TargetError(f"{self.name}: died before reading a request ({exc}){self._tail()}") from exc
+
+    def _receive(self, what: str) -> dict[str, Any]:
+        try:
+            line = self._lines.get(timeout=self.timeout)
+        except queue.Empty:
+            self._kill()
+            raise TargetError(f"{self.name}: no answer within {self.timeout:g}s while waiting for {what}") from None
+        if line is _EOF:
+            code = self._proc.wait() if self._proc else None
+            self._kill()
+            raise TargetError(f"{self.name}: exited (status {code}) while we waited for {what}{self._tail()}")
+        try:
+            msg = json.loads(str(line))
+        except json.JSONDecodeError:
+            self._kill()
+            raise TargetError(f"{self.name}: printed a line that is not JSON: {str(line)[:120]!r}") from None
+        if not isinstance(msg, dict):
+            self._kill()
+            raise TargetError(f"{self.name}: printed a JSON value that is not an object: {_short(msg)}")
+        return msg
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # pragma: no cover - kill cannot be refused
+                pass
+        for stream in (proc.stdin, proc.stdout, proc.stderr) if proc else ():
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
+    def _tail(self) -> str:
+        return ("; its stderr ended with: " + " | ".join(self._stderr)) if self._stderr else ""
+
+
+def _short(value: object) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else value
+    return text if len(text) <= 120 else text[:117] + "..."

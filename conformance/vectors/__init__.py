@@ -1,0 +1,1 @@
+"""Published test vectors the suite checks targets against, each with its source."""

@@ -1,0 +1,87 @@
+"""Constants of the page_pool model, with the header each one comes from.
+
+Kernel source read: Kingxukai/linux v6.17-rc3 (``include/net/page_pool/types.h``,
+``net/core/page_pool.c``, ``include/linux/poison.h``, ``include/linux/ptr_ring.h``,
+``include/linux/dma-mapping.h``).  Values that depend on the architecture live in
+:class:`Arch`; the default is x86-64 with 4 KiB pages.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+# --- page_pool_params.flags (include/net/page_pool/types.h) -------------------------------
+PP_FLAG_DMA_MAP = 1 << 0
+PP_FLAG_DMA_SYNC_DEV = 1 << 1
+PP_FLAG_SYSTEM_POOL = 1 << 2
+PP_FLAG_ALLOW_UNREADABLE_NETMEM = 1 << 3
+#: Every flag ``page_pool_init`` accepts (PP-INIT-001).
+PP_FLAG_ALL = (
+    PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV | PP_FLAG_SYSTEM_POOL | PP_FLAG_ALLOW_UNREADABLE_NETMEM
+)
+
+# --- cache geometry (include/net/page_pool/types.h) ---------------------------------------
+PP_ALLOC_CACHE_SIZE = 128
+PP_ALLOC_CACHE_REFILL = 64
+
+# --- page_pool_init ring sizing (net/core/page_pool.c, v6.17-rc3) -------------------------
+#: Ring size when ``pool_size`` is 0.
+PP_RING_DEFAULT_SIZE = 1024
+#: Largest accepted ``pool_size``; larger is -E2BIG in v6.17-rc3 (PP-INIT-002).
+PP_RING_SIZE_LIMIT = 32768
+
+# --- frag API (net/core/page_pool.c) ------------------------------------------------------
+#: ``LONG_MAX >> 1`` on a 64-bit kernel.
+BIAS_MAX = ((1 << 63) - 1) >> 1
+
+# --- bulk return (include/net/xdp.h) ------------------------------------------------------
+XDP_BULK_QUEUE_SIZE = 16
+
+# --- enum dma_data_direction (include/linux/dma-direction.h) ------------------------------
+DMA_BIDIRECTIONAL = 0
+DMA_TO_DEVICE = 1
+DMA_FROM_DEVICE = 2
+DMA_NONE = 3
+
+# --- NUMA ---------------------------------------------------------------------------------
+NUMA_NO_NODE = -1
+
+# --- page_pool_release_retry timing (net/core/page_pool.c) --------------------------------
+DEFER_TIME_MS = 1000
+DEFER_WARN_INTERVAL_S = 60
+
+U32_MASK = 0xFFFF_FFFF
+
+
+@attrs.frozen
+class Arch:
+    """Architecture-dependent values the page_pool code reads (model convention).
+
+    ``page_size``: ``PAGE_SIZE``.  ``dma_cache_alignment``: what
+    ``dma_get_cache_alignment()`` returns (``ARCH_DMA_MINALIGN`` where the arch defines
+    ``ARCH_HAS_DMA_MINALIGN``, else 1; x86-64 gives 1, arm64 128).  ``smp_cache_bytes``:
+    ``SMP_CACHE_BYTES`` (sizes the ptr_ring consumer batch).  ``max_page_order``:
+    ``MAX_PAGE_ORDER`` (10 unless ``CONFIG_ARCH_FORCE_MAX_ORDER``).
+    ``poison_pointer_delta``: ``CONFIG_ILLEGAL_POINTER_VALUE`` (0xdead000000000000 on
+    x86-64 and arm64).
+    """
+
+    page_size: int = 4096
+    dma_cache_alignment: int = 1
+    smp_cache_bytes: int = 64
+    max_page_order: int = 10
+    poison_pointer_delta: int = 0xDEAD_0000_0000_0000
+
+    @property
+    def page_shift(self) -> int:
+        return self.page_size.bit_length() - 1
+
+    @property
+    def pp_signature(self) -> int:
+        """``PP_SIGNATURE`` = 0x40 + ``POISON_POINTER_DELTA`` (include/linux/poison.h)."""
+        return 0x40 + self.poison_pointer_delta
+
+
+X86_64 = Arch()
+ARM64_4K = Arch(dma_cache_alignment=128)
+DEFAULT_ARCH = X86_64
