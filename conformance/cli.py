@@ -197,7 +197,7 @@ def replay(args: argparse.Namespace) -> int:
         print(f"rx-oracle: {exc}", file=sys.stderr)
         return EXIT_ERROR
     result = compare(to_jsonable(expected), to_jsonable(actual), reports=reports,
-                     rules_for=component.rules_for)
+                     rules_for=component.rules_in(scenario))
     print(f"checked {len(result.checked)} fields, {len(result.not_checked)} not checked")
     for mismatch in result.mismatches:
         print("MISMATCH " + mismatch.describe())

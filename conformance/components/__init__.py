@@ -23,14 +23,26 @@ class Component:
     name: str
     #: The reference model's observables for a scenario.
     expected: Callable[[Scenario], dict[str, Any]]
-    #: (glob over observable paths, rule ids) in priority order; first match wins.
+    #: (pattern over observable paths, rule ids) in priority order; first match wins.
     field_rules: tuple[tuple[str, tuple[str, ...]], ...]
+    #: Optional finer attribution: the rules the reference applied to produce the
+    #: field at ``path`` in this scenario (for example from its trace); an empty
+    #: answer falls back to ``field_rules``.
+    attribute: Callable[[Scenario, str], tuple[str, ...]] | None = None
 
-    def rules_for(self, path: str) -> tuple[str, ...]:
+    def rules_for(self, path: str, scenario: Scenario | None = None) -> tuple[str, ...]:
+        if scenario is not None and self.attribute is not None:
+            rules = self.attribute(scenario, path)
+            if rules:
+                return rules
         for pattern, rules in self.field_rules:
             if matches(path, (pattern,)):
                 return rules
         return ()
+
+    def rules_in(self, scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
+        """``rules_for`` bound to one scenario, as the comparison wants it."""
+        return lambda path: self.rules_for(path, scenario)
 
 
 def registry() -> Mapping[str, Component]:

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from conformance.components import Component
 from conformance.scenario import Scenario
 from reference import kfuncs as k
+from reference.trace import Trace
 
 KFUNCS = ("rx_timestamp", "rx_hash", "rx_vlan_tag")
 _IDS = {
@@ -57,6 +58,11 @@ def _fields(kfunc: str) -> tuple[str, ...]:
 
 
 def expected(scenario: Scenario) -> dict[str, Any]:
+    return _run(scenario, None)
+
+
+def _run(scenario: Scenario, traces: list[Trace] | None) -> dict[str, Any]:
+    """Replay the events; with ``traces``, record one reference trace per event."""
     devices = k.BpfDevices()
     for d in scenario.config.get("devices", []):
         devices.register_netdev(k.NetDevice(
@@ -67,13 +73,17 @@ def expected(scenario: Scenario) -> dict[str, Any]:
     events: list[dict[str, Any]] = []
     for i, ev in enumerate(scenario.events):
         op = ev["op"]
+        trace = None
+        if traces is not None:
+            trace = Trace()
+            traces.append(trace)
         if op == "prog_load":
             out = devices.prog_load(k.BpfProg(
                 prog_type=int(ev.get("prog_type", k.BPF_PROG_TYPE_XDP)),
                 expected_attach_type=int(ev.get("expected_attach_type", 0)),
                 prog_flags=int(ev.get("prog_flags", 0)),
                 prog_ifindex=int(ev.get("prog_ifindex", 0)),
-                calls_kfuncs=frozenset(_IDS[c] for c in ev.get("calls", []))))
+                calls_kfuncs=frozenset(_IDS[c] for c in ev.get("calls", []))), trace)
             if out.prog is not None:
                 progs[i] = out.prog
             events.append({"rc": out.rc})
@@ -86,11 +96,12 @@ def expected(scenario: Scenario) -> dict[str, Any]:
             if dev is None:
                 events.append({"rc": -errno.ENODEV})
             else:
-                events.append({"rc": devices.dev_xdp_attach(dev, prog, int(ev.get("flags", 0))).rc})
+                out_attach = devices.dev_xdp_attach(dev, prog, int(ev.get("flags", 0)), trace)
+                events.append({"rc": out_attach.rc})
         elif op == "map_update":
-            events.append({"rc": k.map_update_prog(int(ev["map_type"]), prog)})
+            events.append({"rc": k.map_update_prog(int(ev["map_type"]), prog, trace)})
         elif op == "call":
-            result = getattr(prog, f"call_{ev['kfunc']}")(ctx=None)
+            result = getattr(prog, f"call_{ev['kfunc']}")(None, trace)
             events.append({"rc": result.rc,
                            **dict(zip(_fields(ev["kfunc"])[1:], result.outputs(), strict=True))})
         else:
@@ -104,9 +115,33 @@ def _no_call(kfunc: str) -> dict[str, Any]:
     return {"rc": -errno.EBADF, **{f: None for f in _fields(kfunc)[1:]}}
 
 
+#: The rules that decide an event the reference let through, by op.
+_SUCCESS_RULES = {
+    "prog_load": ("KFUNC-LOAD-003", "KFUNC-LOAD-005"),
+    "attach": ("KFUNC-ATTACH-004",),
+    "map_update": ("KFUNC-MAP-001",),
+}
+
+
+def attribute(scenario: Scenario, path: str) -> tuple[str, ...]:
+    """The rule the reference applied to event ``i``: its refusal, or the dispatch taken."""
+    index, _, _field = path.removeprefix("events[").partition("]")
+    if not index.isdigit() or int(index) >= len(scenario.events):
+        return ()
+    traces: list[Trace] = []
+    observed = _run(scenario, traces)
+    i = int(index)
+    rules = traces[i].rules() if i < len(traces) else []
+    op = scenario.events[i]["op"]
+    if observed["events"][i]["rc"] != 0 or op == "call":
+        return tuple(rules[-1:])
+    return _SUCCESS_RULES.get(op, ())
+
+
 COMPONENT = Component(
     name="kfunc",
     expected=expected,
+    attribute=attribute,
     field_rules=(
         ("events[*].rss_type", ("KFUNC-CALL-001",)),
         ("events[*].hash", ("KFUNC-CALL-001",)),
@@ -156,21 +191,32 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     for _ in range(draw(st.integers(1, 3))):
         calls = draw(st.lists(st.sampled_from(KFUNCS), unique=True))
         loads.append((len(events), calls))
-        events.append({
-            "op": "prog_load",
-            "prog_type": draw(st.sampled_from([k.BPF_PROG_TYPE_XDP] * 4
-                                              + [k.BPF_PROG_TYPE_SCHED_CLS, 2])),
-            "expected_attach_type": draw(st.sampled_from([0, 0, 0, k.BPF_XDP_DEVMAP,
-                                                          k.BPF_XDP_CPUMAP])),
-            "prog_flags": draw(st.sampled_from(_FLAGS)),
-            "prog_ifindex": draw(st.sampled_from([0, *ifindexes, *ifindexes, 99])),
-            "calls": calls,
-        })
+        kind = draw(st.sampled_from(["bound", "bound", "unbound", "random"]))
+        if kind == "bound":  # the common, valid case: XDP, DEV_BOUND_ONLY, a real device
+            load = {"prog_type": k.BPF_PROG_TYPE_XDP, "expected_attach_type": 0,
+                    "prog_flags": k.BPF_F_XDP_DEV_BOUND_ONLY
+                    | draw(st.sampled_from([0, k.BPF_F_XDP_HAS_FRAGS])),
+                    "prog_ifindex": draw(st.sampled_from(ifindexes))}
+        elif kind == "unbound":
+            load = {"prog_type": k.BPF_PROG_TYPE_XDP, "expected_attach_type": 0,
+                    "prog_flags": 0, "prog_ifindex": 0}
+        else:
+            load = {
+                "prog_type": draw(st.sampled_from([k.BPF_PROG_TYPE_XDP] * 4
+                                                  + [k.BPF_PROG_TYPE_SCHED_CLS, 2])),
+                "expected_attach_type": draw(st.sampled_from([0, 0, 0, k.BPF_XDP_DEVMAP,
+                                                              k.BPF_XDP_CPUMAP])),
+                "prog_flags": draw(st.sampled_from(_FLAGS)),
+                "prog_ifindex": draw(st.sampled_from([0, *ifindexes, *ifindexes, 99])),
+            }
+        events.append({"op": "prog_load", **load, "calls": calls})
     for _ in range(draw(st.integers(0, 6))):
         load, calls = draw(st.sampled_from(loads))
-        kind = draw(st.sampled_from(["attach", "map_update", "call"]))
+        kind = draw(st.sampled_from(["attach", "map_update", "call", "call"]))
         if kind == "attach":
-            events.append({"op": "attach", "ifindex": draw(st.sampled_from(ifindexes)),
+            own = events[load]["prog_ifindex"]
+            targets = [own, own, *ifindexes] if own in ifindexes else ifindexes
+            events.append({"op": "attach", "ifindex": draw(st.sampled_from(targets)),
                            "prog": load, "flags": draw(st.sampled_from(_MODES))})
         elif kind == "map_update":
             events.append({"op": "map_update", "map_type": draw(st.sampled_from(_MAPS)),

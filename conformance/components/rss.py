@@ -53,9 +53,32 @@ def expected(scenario: Scenario) -> dict[str, Any]:
     return {"packets": packets}
 
 
+def attribute(scenario: Scenario, path: str) -> tuple[str, ...]:
+    """Which rule produced ``packets[i].<field>`` for this particular frame."""
+    index, _, field = path.removeprefix("packets[").partition("].")
+    if not index.isdigit() or int(index) >= len(scenario.frames):
+        return ()
+    info = packet.parse(scenario.frames[int(index)])
+    config = config_of(scenario)
+    flow_type = rss.flow_type_of(info)
+    hashed = flow_type is not None and bool(config.fields_for(flow_type))
+    if field == "hash":
+        if not hashed:
+            return ("RSS-IN-004",)
+        if info.is_fragment:
+            return ("RSS-IN-003",)
+        if config.input_xfrm:
+            return ("RSS-XFRM-002",)
+        return ("RSS-IN-002", "RSS-TOEP-001")
+    if field == "queue":
+        return ("RSS-RETA-004",) if hashed else ("RSS-RETA-005",)
+    return ()
+
+
 COMPONENT = Component(
     name="rss",
     expected=expected,
+    attribute=attribute,
     field_rules=(
         ("packets[*].hash", ("RSS-IN-002", "RSS-TOEP-001")),
         ("packets[*].hash_type", ("RSS-TYPE-001",)),

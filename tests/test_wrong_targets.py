@@ -1,0 +1,52 @@
+"""The suite can fail: each wrong target is caught under exactly the rule it breaks.
+
+Every target in tests/wrong_targets.py wraps the reference and breaks one rule.  The
+suite runs against it in a child process (``rx-oracle conformance --target
+python:wrong_targets:NAME``) and must report that rule, and only that rule, as failed.
+The reference itself must fail nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import wrong_targets
+
+TESTS = Path(__file__).resolve().parent
+
+
+def run_suite(target: str, rules: list[str], tmp_path: Path) -> tuple[int, dict[str, str], str]:
+    report = tmp_path / "report.json"
+    cmd = [sys.executable, "-m", "conformance.cli", "conformance", "--target", target,
+           "--report", str(report)]
+    for glob in rules:
+        cmd += ["--rules", glob]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    verdicts = {}
+    if report.exists():
+        verdicts = {r["rule"]: r["verdict"] for r in json.loads(report.read_text())["rules"]}
+    return proc.returncode, verdicts, proc.stdout + proc.stderr
+
+
+@pytest.mark.rule("RSS-TYPE-001", "RSS-IN-003", "RSS-RETA-004", "KFUNC-API-003",
+                  "KFUNC-ATTACH-004")
+@pytest.mark.parametrize("wrong", wrong_targets.ALL, ids=lambda cls: cls.__name__)
+def test_wrong_target_is_caught_under_its_rule(wrong: type, tmp_path: Path) -> None:
+    area = wrong.BREAKS[0].split("-")[0] + "-*"
+    code, verdicts, output = run_suite(f"python:wrong_targets:{wrong.__name__}", [area], tmp_path)
+    failed = sorted(rule for rule, verdict in verdicts.items() if verdict == "fail")
+    assert code == 1, output
+    assert failed == sorted(wrong.BREAKS), output
+
+
+@pytest.mark.rule("RSS-TOEP-001", "KFUNC-CALL-001")
+def test_reference_fails_nothing(tmp_path: Path) -> None:
+    code, verdicts, output = run_suite("reference", [], tmp_path)
+    assert code == 0, output
+    assert verdicts and all(v == "pass" for v in verdicts.values()), verdicts

@@ -1,0 +1,120 @@
+"""Deliberately wrong targets: small wrappers over the reference that break one rule each.
+
+The suite must flag exactly the broken rule for each of them (tests/test_wrong_targets.py),
+which proves that its properties can fail.  Each class names the rule it breaks in
+``BREAKS``.  Used as ``--target python:wrong_targets:NAME`` with tests/ on the path.
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import Any
+
+import attrs
+
+from conformance.scenario import Scenario
+from conformance.targets.reference import ReferenceTarget
+from reference import packet, rss
+from reference.kfuncs import XDP_FLAGS_SKB_MODE, XdpRssHashType
+
+
+class _Wrong(ReferenceTarget):
+    BREAKS: tuple[str, ...] = ()
+
+    def run(self, scenario: Scenario) -> dict[str, Any]:
+        observed = super().run(scenario)
+        return self.corrupt(scenario, observed)
+
+    def corrupt(self, scenario: Scenario, observed: dict[str, Any]) -> dict[str, Any]:
+        return observed
+
+
+class RssTypeWithoutL4(_Wrong):
+    """Reports TCP/UDP hashes without the XDP_RSS_L4 bit (breaks RSS-TYPE-001)."""
+
+    BREAKS = ("RSS-TYPE-001",)
+
+    def corrupt(self, scenario: Scenario, observed: dict[str, Any]) -> dict[str, Any]:
+        if scenario.component == "rss":
+            for p in observed["packets"]:
+                p["hash_type"] &= ~int(XdpRssHashType.XDP_RSS_L4)
+        return observed
+
+
+class RssFragmentsWithPorts(_Wrong):
+    """Hashes the ports of first fragments, as if they were whole (breaks RSS-IN-003)."""
+
+    BREAKS = ("RSS-IN-003",)
+
+    def corrupt(self, scenario: Scenario, observed: dict[str, Any]) -> dict[str, Any]:
+        if scenario.component != "rss":
+            return observed
+        from conformance.components.rss import config_of
+
+        config = config_of(scenario)
+        for frame, p in zip(scenario.frames, observed["packets"], strict=True):
+            info = packet.parse(frame)
+            if info.is_fragment and info.sport >= 0:
+                result = rss.rss_hash(attrs.evolve(info, is_fragment=False), config)
+                if result is not None:
+                    p["hash"] = result.hash
+        return observed
+
+
+class RssQueueFromHighBits(_Wrong):
+    """Indexes the indirection table with the hash's high bits (breaks RSS-RETA-004)."""
+
+    BREAKS = ("RSS-RETA-004",)
+
+    def corrupt(self, scenario: Scenario, observed: dict[str, Any]) -> dict[str, Any]:
+        if scenario.component == "rss":
+            indir = scenario.config["indir"]
+            for p in observed["packets"]:
+                if p["hash"] is not None:
+                    p["queue"] = indir[(p["hash"] >> 16) % len(indir)]
+        return observed
+
+
+class KfuncDefaultEinval(_Wrong):
+    """The default kfunc body returns -EINVAL instead of -EOPNOTSUPP (breaks KFUNC-API-003)."""
+
+    BREAKS = ("KFUNC-API-003",)
+
+    def corrupt(self, scenario: Scenario, observed: dict[str, Any]) -> dict[str, Any]:
+        if scenario.component == "kfunc":
+            for ev, out in zip(scenario.events, observed["events"], strict=True):
+                if ev["op"] == "call" and out["rc"] == -errno.EOPNOTSUPP:
+                    out["rc"] = -errno.EINVAL
+        return observed
+
+
+class KfuncBoundInGenericMode(_Wrong):
+    """Lets a device-bound program attach in generic (SKB) mode (breaks KFUNC-ATTACH-004).
+
+    Only the first such attach is changed: what follows it would differ anyway, and
+    the suite reports the first differing field.
+    """
+
+    BREAKS = ("KFUNC-ATTACH-004",)
+
+    def corrupt(self, scenario: Scenario, observed: dict[str, Any]) -> dict[str, Any]:
+        if scenario.component != "kfunc":
+            return observed
+        events = scenario.events
+        for ev, out in zip(events, observed["events"], strict=True):
+            if ev["op"] != "attach" or not ev.get("flags", 0) & XDP_FLAGS_SKB_MODE:
+                continue
+            load = events[int(ev["prog"])]
+            bound_here = (
+                observed["events"][int(ev["prog"])]["rc"] == 0
+                and load.get("prog_ifindex") == ev["ifindex"]
+                and load.get("expected_attach_type", 0) == 0
+            )
+            if bound_here and out["rc"] == -errno.EINVAL:
+                out["rc"] = 0
+                break
+        return observed
+
+
+ALL = (RssTypeWithoutL4, RssFragmentsWithPorts, RssQueueFromHighBits, KfuncDefaultEinval,
+       KfuncBoundInGenericMode)
