@@ -28,10 +28,13 @@ MAX_CONSECUTIVE_TARGET_ERRORS = 3
 class RuleMismatch(AssertionError):
     """The target disagreed with the reference on a field governed by ``rules``."""
 
-    def __init__(self, message: str, rules: tuple[str, ...], scenario: Scenario) -> None:
+    def __init__(
+        self, message: str, rules: tuple[str, ...], scenario: Scenario, expected: dict[str, Any]
+    ) -> None:
         super().__init__(message)
         self.rules = rules
         self.scenario = scenario
+        self.expected = expected
 
 
 class TargetBroken(Exception):
@@ -84,7 +87,8 @@ def check(
                      reports=caps.reports, rules_for=component.rules_in(scenario))
     first = result.first
     if first is not None:
-        raise RuleMismatch(reproducer(session.spec, scenario, result), first.rules, scenario)
+        raise RuleMismatch(reproducer(session.spec, scenario, result), first.rules, scenario,
+                           expected)
     return result
 
 

@@ -42,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="hypothesis profile: ci (derandomized, default), dev, deep")
     c.add_argument("--report", type=Path, metavar="OUT.json", help="write the per-rule report as JSON")
     c.add_argument("--junitxml", type=Path, metavar="OUT.xml", help="write JUnit XML")
+    c.add_argument("--save-failures", type=Path, metavar="DIR",
+                   help="write each failure as a fixture into DIR (replay: --target fixtures:DIR)")
     c.add_argument("-n", "--numprocesses", default=None, metavar="N",
                    help="run in N processes via pytest-xdist ('auto' for one per core)")
     c.add_argument("-v", "--verbose", action="store_true", help="show each test as it runs")
@@ -79,6 +81,8 @@ def conformance(args: argparse.Namespace) -> int:
         pytest_args += ["--rx-rules", glob]
     if args.junitxml:
         pytest_args += ["--junitxml", str(args.junitxml)]
+    if args.save_failures:
+        pytest_args += ["--rx-save-failures", str(args.save_failures)]
     if args.numprocesses:
         pytest_args += ["-n", str(args.numprocesses)]
 

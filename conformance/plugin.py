@@ -9,12 +9,16 @@ and renders the verdicts it gathers.
 from __future__ import annotations
 
 import fnmatch
+import json
 from collections.abc import Generator, Iterable
+from pathlib import Path
 
 import attrs
 import pytest
 
 from conformance.check import RuleMismatch, TargetSession
+from conformance.scenario import to_jsonable
+from conformance.targets.fixtures import FIXTURE_FORMAT, FIXTURE_VERSION, scenario_key
 from conformance.targets.base import TargetError, load_target
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
@@ -35,7 +39,7 @@ class RuleVerdict:
     def add(self, outcome: str, nodeid: str, detail: str) -> None:
         if outcome == FAIL:
             self.failed += 1
-            self.failures.append(f"{nodeid}: {detail}".strip())
+            self.failures.append(f"{nodeid.rpartition('/')[2]}: {detail}".strip())
         elif outcome == PASS:
             self.passed += 1
         else:
@@ -86,6 +90,12 @@ class RuleCollector:
         if isinstance(exc, RuleMismatch):
             # Only the rules governing the first differing field fail.
             report.user_properties.append(("rx_failed_rules", ",".join(exc.rules)))
+            # The reproducer says everything; a traceback through the suite would not help.
+            report.longrepr = f"RuleMismatch: {exc}"
+            directory = item.config.getoption("--rx-save-failures")
+            if directory and report.when == "call":
+                path = save_failure(Path(directory), exc, item.nodeid)
+                report.sections.append(("rx-oracle", f"saved as fixture {path}"))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
@@ -118,6 +128,8 @@ def rules_of(item: pytest.Item) -> tuple[str, ...]:
 def _detail(report: pytest.TestReport) -> str:
     if report.skipped and isinstance(report.longrepr, tuple):
         return str(report.longrepr[2]).removeprefix("Skipped: ")
+    if report.failed and isinstance(report.longrepr, str):
+        return report.longrepr.splitlines()[0].removeprefix("RuleMismatch: ")
     if report.failed:
         crash = getattr(report.longrepr, "reprcrash", None)
         return str(getattr(crash, "message", "")).splitlines()[0] if crash else ""
@@ -132,6 +144,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="TARGET",
         help="implementation under test: reference (default), python:MODULE:OBJECT, "
         "exec:COMMAND or fixtures:DIR",
+    )
+    group.addoption(
+        "--rx-save-failures",
+        default=None,
+        metavar="DIR",
+        help="write every failure as a golden fixture (JSON lines) into DIR",
     )
     group.addoption(
         "--rx-timeout",
@@ -170,6 +188,27 @@ def rx_target(request: pytest.FixtureRequest) -> Generator[TargetSession, None, 
         yield session
     finally:
         target.close()
+
+
+def save_failure(directory: Path, failure: RuleMismatch, nodeid: str) -> Path:
+    """Write a failure as a one-line fixture: the scenario and the reference's observables."""
+    from reference import __version__
+
+    directory.mkdir(parents=True, exist_ok=True)
+    key = scenario_key(failure.scenario)
+    rule = failure.rules[0] if failure.rules else "unattributed"
+    path = directory / f"{rule}-{key[:12]}.jsonl"
+    record = {
+        "format": FIXTURE_FORMAT,
+        "version": FIXTURE_VERSION,
+        "rules": list(failure.rules),
+        "scenario": failure.scenario.to_json(),
+        "observables": to_jsonable(failure.expected),
+        "provenance": {"oracle_version": __version__, "source": "conformance failure",
+                       "test": nodeid},
+    }
+    path.write_text(json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n")
+    return path
 
 
 def collector(config: pytest.Config) -> RuleCollector:

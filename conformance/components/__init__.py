@@ -47,6 +47,6 @@ class Component:
 
 def registry() -> Mapping[str, Component]:
     """All components, imported lazily so a broken one cannot hide the others."""
-    from conformance.components import kfunc, rss
+    from conformance.components import kfunc, rss, xdp
 
-    return {c.name: c for c in (rss.COMPONENT, kfunc.COMPONENT)}
+    return {c.name: c for c in (rss.COMPONENT, kfunc.COMPONENT, xdp.COMPONENT)}
