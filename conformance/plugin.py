@@ -108,9 +108,14 @@ class RuleCollector:
             self.target_errors.append(f"{report.nodeid}: {detail}")
         failed_rules = props.get("rx_failed_rules")
         if outcome == FAIL and failed_rules is not None:
-            blamed = [r for r in str(failed_rules).split(",") if r]
-            for rule in blamed or rules:
+            blamed = [r for r in str(failed_rules).split(",") if r] or rules
+            for rule in blamed:
                 self.verdicts.setdefault(rule, RuleVerdict(rule)).add(FAIL, report.nodeid, detail)
+            # The test stopped at that failure, so its other rules were not fully checked.
+            why = f"not fully checked: the test stopped at a failure of {', '.join(blamed)}"
+            for rule in rules:
+                if rule not in blamed:
+                    self.verdicts.setdefault(rule, RuleVerdict(rule)).add(SKIP, report.nodeid, why)
             return
         for rule in rules:
             self.verdicts.setdefault(rule, RuleVerdict(rule)).add(outcome, report.nodeid, detail)

@@ -116,5 +116,33 @@ class KfuncBoundInGenericMode(_Wrong):
         return observed
 
 
-ALL = (RssTypeWithoutL4, RssFragmentsWithPorts, RssQueueFromHighBits, KfuncDefaultEinval,
+class XdpInvalidActionPasses(_Wrong):
+    """Treats a return value above XDP_REDIRECT as XDP_PASS (breaks XDP-ACT-002)."""
+
+    BREAKS = ("XDP-ACT-002",)
+
+    def corrupt(self, scenario: Scenario, observed: dict[str, Any]) -> dict[str, Any]:
+        if scenario.component == "xdp":
+            for p in observed["packets"]:
+                if p["action"] > 4:
+                    p["verdict"], p["warned"] = "XDP_PASS", False
+        return observed
+
+
+class XdpMetaUnaligned(_Wrong):
+    """Accepts metadata lengths that are not a multiple of 4 (breaks XDP-ADJ-005)."""
+
+    BREAKS = ("XDP-ADJ-005",)
+
+    def corrupt(self, scenario: Scenario, observed: dict[str, Any]) -> dict[str, Any]:
+        if scenario.component == "xdp":
+            for p in observed["packets"]:
+                for record in p["ops"]:
+                    if record["op"] == "adjust_meta" and record["rc"] == -errno.EACCES:
+                        record["rc"] = 0
+                        return observed  # later fields would differ too; the first suffices
+        return observed
+
+
+ALL = (XdpInvalidActionPasses, XdpMetaUnaligned, RssTypeWithoutL4, RssFragmentsWithPorts, RssQueueFromHighBits, KfuncDefaultEinval,
        KfuncBoundInGenericMode)

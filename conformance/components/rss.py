@@ -89,13 +89,16 @@ COMPONENT = Component(
 
 
 @st.composite
-def scenarios(draw: st.DrawFn, *, symmetric: bool | None = None) -> Scenario:
-    """RSS scenarios: a key, a table over 1-16 rings, default fields, a few frames."""
+def scenarios(draw: st.DrawFn, *, symmetric: bool | None = None,
+              fragments: bool = False) -> Scenario:
+    """RSS scenarios: a key, a table over 1-16 rings, default fields, a few frames
+    (only fragments with ``fragments``)."""
     n_rings = draw(st.integers(1, 16))
     size = draw(st.sampled_from([64, 128, 256]))
     xfrm = draw(st.sampled_from([0, 0, rss.RXH_XFRM_SYM_XOR, rss.RXH_XFRM_SYM_OR_XOR])
                 if symmetric is None else st.just(rss.RXH_XFRM_SYM_XOR if symmetric else 0))
-    frames = draw(st.lists(st.one_of(ip_frames(), ethernet_frames()), min_size=1, max_size=4))
+    kinds = ip_frames(fragment=True) if fragments else st.one_of(ip_frames(), ethernet_frames())
+    frames = draw(st.lists(kinds, min_size=1, max_size=4))
     return Scenario(
         component="rss",
         config={"key": draw(rss_keys()).hex(), "indir": list(rss.default_indir(size, n_rings)),

@@ -126,8 +126,15 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 def attribute(scenario: Scenario, path: str) -> tuple[str, ...]:
-    """For an op's record, the rules the reference applied while that op ran."""
+    """For an op's record, the rules the reference applied while that op ran; for the
+    verdict, the branch of the driver's switch that decided it."""
     head, sep, tail = path.partition("].ops[")
+    if path.endswith(("].verdict", "].warned")) and path.startswith("packets["):
+        index = int(path.removeprefix("packets[").partition("]")[0])
+        trace = Trace()
+        _run_packet(scenario, index, trace)
+        act_rules = [r for r in trace.rules() if r.startswith("XDP-ACT-")]
+        return tuple(act_rules[-1:])
     if not sep or not head.startswith("packets["):
         return ()
     index, op_index = int(head.removeprefix("packets[")), int(tail.partition("]")[0])

@@ -25,6 +25,12 @@ def test_rss_agrees_with_reference(rx_target: TargetSession, scenario: Scenario)
     check(rx_target, scenario, COMPONENT)
 
 
+@pytest.mark.rule("RSS-IN-003")
+@given(scenario=rss_component.scenarios(fragments=True))
+def test_fragments_hash_the_address_pair(rx_target: TargetSession, scenario: Scenario) -> None:
+    check(rx_target, scenario, COMPONENT)
+
+
 def _vector_frames(v: Vector, v6: bool) -> tuple[bytes, bytes]:
     ip = IPv6(src=v.src, dst=v.dst) if v6 else IP(src=v.src, dst=v.dst)
     with_ports = bytes(Ether() / ip / TCP(sport=v.sport, dport=v.dport))

@@ -7,6 +7,7 @@ ICMPv6, non-IP ethertypes, padding, runts and jumbo frames.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from hypothesis import strategies as st
@@ -33,8 +34,15 @@ payloads = st.binary(max_size=64)
 
 
 def rss_keys() -> st.SearchStrategy[bytes]:
-    """A 40- or 52-byte RSS key (the two lengths netdev_rss_key_fill speaks of)."""
-    return st.sampled_from([40, 52]).flatmap(lambda n: st.binary(min_size=n, max_size=n))
+    """A 40- or 52-byte RSS key (the two lengths netdev_rss_key_fill speaks of).
+
+    Keys are pseudo-random bytes drawn from a seed, so even a shrunk example has a
+    key with bits everywhere: an all-zero key hashes everything to 0 and would hide
+    every difference in the hash input.
+    """
+    return st.tuples(st.sampled_from([40, 52]), st.integers(0, 2**32)).map(
+        lambda t: random.Random(t[1]).randbytes(t[0])
+    )
 
 
 @st.composite
@@ -52,9 +60,11 @@ def _l4(draw: st.DrawFn, v6: bool) -> Packet:
 
 
 @st.composite
-def _ipv4(draw: st.DrawFn) -> Packet:
+def _ipv4(draw: st.DrawFn, fragment: bool | None = None) -> Packet:
     options = draw(st.sampled_from([[], [IPOption_NOP()] * 4, [IPOption_RR(routers=["1.2.3.4"])]]))
-    frag = draw(st.sampled_from(["none", "first", "later"]))
+    kinds = {None: ["none", "none", "first", "later"], True: ["first", "first", "later"],
+             False: ["none"]}[fragment]
+    frag = draw(st.sampled_from(kinds))
     fields: dict[str, Any] = {"src": draw(ipv4_addrs), "dst": draw(ipv4_addrs), "ttl": 64}
     if options:
         fields["options"] = options
@@ -69,9 +79,13 @@ def _ipv4(draw: st.DrawFn) -> Packet:
 
 
 @st.composite
-def _ipv6(draw: st.DrawFn) -> Packet:
+def _ipv6(draw: st.DrawFn, fragment: bool | None = None) -> Packet:
     pkt: Packet = IPv6(src=draw(ipv6_addrs), dst=draw(ipv6_addrs))
-    for ext in draw(st.lists(st.sampled_from(["hbh", "dst", "rt", "frag"]), max_size=3)):
+    exts = draw(st.lists(st.sampled_from(["hbh", "dst", "rt"] if fragment is False
+                                         else ["hbh", "dst", "rt", "frag"]), max_size=3))
+    if fragment and "frag" not in exts:
+        exts.append("frag")
+    for ext in exts:
         if ext == "hbh":
             pkt = pkt / IPv6ExtHdrHopByHop()
         elif ext == "dst":
@@ -102,12 +116,15 @@ def _tags(draw: st.DrawFn, ethertype_inner: bool = True) -> list[Packet]:
 
 
 @st.composite
-def ip_frames(draw: st.DrawFn, *, vlans: bool = True) -> bytes:
-    """Well-formed Ethernet frames carrying IPv4 or IPv6."""
+def ip_frames(draw: st.DrawFn, *, vlans: bool = True, fragment: bool | None = None) -> bytes:
+    """Well-formed Ethernet frames carrying IPv4 or IPv6.
+
+    ``fragment``: True for fragments only, False for whole datagrams only, None for both.
+    """
     pkt: Packet = Ether(src=draw(macs), dst=draw(macs))
     for tag in draw(_tags()) if vlans else []:
         pkt = pkt / tag
-    l3 = draw(st.one_of(_ipv4(), _ipv6()))
+    l3 = draw(st.one_of(_ipv4(fragment), _ipv6(fragment)))
     return bytes(pkt / l3)
 
 
