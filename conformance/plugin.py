@@ -1,7 +1,7 @@
 """pytest plugin: the ``rule`` marker, rule selection and per-rule verdicts.
 
 Registered as a ``pytest11`` entry point, so any pytest run in an environment with
-rx-oracle installed understands ``@pytest.mark.rule("RSS-001", ...)`` and the
+rx-oracle installed understands ``@pytest.mark.rule("RSS-TOEP-001", ...)`` and the
 ``--rx-rules GLOB`` option.  ``rx-oracle conformance`` drives pytest with this plugin
 and renders the verdicts it gathers.
 """

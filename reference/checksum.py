@@ -229,7 +229,18 @@ def sctp_compute_cksum(segment: _FrameBytes) -> int:
 
 
 class IpSummed(enum.IntEnum):
-    """CSUM-SUM-001: ``sk_buff.ip_summed`` values (include/linux/skbuff.h)."""
+    """CSUM-SUM-001: ``sk_buff.ip_summed`` values (include/linux/skbuff.h).
+
+    What each promises to the stack on receive:
+
+    * NONE (CSUM-SUM-002): nothing was verified; ``skb->csum`` is meaningless.
+    * UNNECESSARY (CSUM-SUM-003): ``csum_level + 1`` consecutive checksums (TCP, UDP,
+      GRE with a checksum, SCTP's CRC, FCoE's CRC) were verified; ``skb->csum`` unused.
+    * COMPLETE (CSUM-SUM-004): ``skb->csum`` holds the sum of the whole packet after the
+      Ethernet header; the stack checks checksums itself.  Never for SCTP or FCoE.
+    * PARTIAL (CSUM-SUM-005): from a virtual device, GRO or remote checksum offload; the
+      checksum at ``csum_start + csum_offset`` and those before it count as verified.
+    """
 
     CHECKSUM_NONE = 0
     CHECKSUM_UNNECESSARY = 1
@@ -344,6 +355,10 @@ def verify_l4_checksum(frame: _FrameBytes, info: PacketInfo) -> bool:
     return l4_checksum_status(frame, info) in (L4Csum.GOOD, L4Csum.ZERO)
 
 
+#: The protocols whose one's-complement checksum a COMPLETE value can check (CSUM-RX-002).
+_COMPLETE_L4 = frozenset((L4.TCP, L4.UDP, L4.ICMP, L4.ICMPV6))
+
+
 def complete_validates_l4(frame: _FrameBytes, info: PacketInfo, csum: int) -> bool:
     """CSUM-RX-002: does the stack accept the L4 checksum from a COMPLETE value?
 
@@ -368,6 +383,11 @@ def complete_validates_l4(frame: _FrameBytes, info: PacketInfo, csum: int) -> bo
     CHECKSUM_COMPLETE is not applicable to SCTP (CSUM-SUM-004), so False there.
     """
     if info.l3 is L3.NONE or info.is_fragment or info.l4 not in _COMPLETE_L4:
+        return False
+    # ICMP is checked only under IPv4, ICMPv6 only under IPv6 (CSUM-L4-003).
+    if info.l4 is L4.ICMP and info.l3 is not L3.IPV4:
+        return False
+    if info.l4 is L4.ICMPV6 and info.l3 is not L3.IPV6:
         return False
     buf = memoryview(frame)
     iph = buf[info.l3_offset : info.l4_offset]
@@ -400,8 +420,6 @@ def complete_validates_l4(frame: _FrameBytes, info: PacketInfo, csum: int) -> bo
     # 5. Pseudo-header and fold.
     proto = info.ip_proto
     if info.l4 is L4.ICMP:
-        if info.l3 is not L3.IPV4:
-            return False
         return csum_fold(s) == 0
     if info.l3 is L3.IPV4:
         psum = inet_compute_pseudo(info.src, info.dst, length, proto)
@@ -409,5 +427,3 @@ def complete_validates_l4(frame: _FrameBytes, info: PacketInfo, csum: int) -> bo
         psum = ip6_compute_pseudo(info.src, info.dst, length, proto)
     return csum_fold(csum_add(psum, s)) == 0
 
-
-_COMPLETE_L4 = frozenset((L4.TCP, L4.UDP, L4.ICMP, L4.ICMPV6))

@@ -155,8 +155,9 @@ _PORTS = struct.Struct("!HH")
 _TCP_DOFF = struct.Struct("!12xB")
 _ICMP = struct.Struct("!BB")
 
-#: Extension headers with a (hdrlen + 1) * 8 length (include/net/ipv6.h ipv6_optlen).
-_OPT_HDRS = frozenset((NEXTHDR_HOP, NEXTHDR_ROUTING, NEXTHDR_DEST))
+#: The IPv6 extension headers parse walks (net/ipv6/exthdrs_core.c ipv6_ext_hdr, minus
+#: No Next Header, which ends the chain): PKT-IP6-003, PKT-IP6-005, PKT-IP6-006.
+_EXT_HDRS = frozenset((NEXTHDR_HOP, NEXTHDR_ROUTING, NEXTHDR_DEST, NEXTHDR_FRAGMENT, NEXTHDR_AUTH))
 
 _L4_OF_PROTO: dict[int, L4] = {
     IPPROTO_TCP: L4.TCP,
@@ -166,7 +167,8 @@ _L4_OF_PROTO: dict[int, L4] = {
     IPPROTO_ICMPV6: L4.ICMPV6,
 }
 
-#: Fixed L4 header sizes; TCP grows to doff*4 (PKT-L4-001..004).
+#: Fixed L4 header sizes; TCP grows to doff*4 (PKT-L4-001, PKT-L4-002 UDP 8,
+#: PKT-L4-003 SCTP 12, PKT-L4-004 ICMP/ICMPv6 8).
 _L4_MIN_LEN: dict[L4, int] = {
     L4.TCP: TCP_HLEN,
     L4.UDP: UDP_HLEN,
@@ -185,20 +187,26 @@ _L4_FIELD: dict[L4, str] = {
 
 _FrameBytes = bytes | bytearray | memoryview
 
+# Enum members as module constants: attribute access on an Enum class costs ~20x a
+# global lookup, and parse runs once per packet.
+_L3_NONE, _L3_IPV4, _L3_IPV6 = L3.NONE, L3.IPV4, L3.IPV6
+_L4_NONE, _L4_TCP, _L4_OTHER = L4.NONE, L4.TCP, L4.OTHER
+_ICMP_KINDS = frozenset((L4.ICMP, L4.ICMPV6))
 
-def _need(field: str, offset: int, needed: int, end: int, rule: str) -> None:
-    """PKT-002: raise Truncated unless ``needed`` bytes at ``offset`` lie before ``end``."""
-    if offset + needed > end:
-        raise Truncated(
-            field=field, offset=offset, needed=needed, available=max(end - offset, 0), rule=rule
-        )
+
+def _truncated(field: str, offset: int, needed: int, end: int, rule: str) -> Truncated:
+    """PKT-002: the error for ``needed`` bytes at ``offset`` when the data stops at ``end``."""
+    return Truncated(
+        field=field, offset=offset, needed=needed, available=max(end - offset, 0), rule=rule
+    )
 
 
 def parse(frame: _FrameBytes, trace: Trace | None = None) -> PacketInfo:
     """Parse an Ethernet frame (PKT-001).  Raises MalformedInput/Truncated on bad input."""
     n = len(frame)
     # PKT-ETH-001: the 14-byte Ethernet header.
-    _need("eth.hdr", 0, ETH_HLEN, n, "PKT-ETH-001")
+    if n < ETH_HLEN:
+        raise _truncated("eth.hdr", 0, ETH_HLEN, n, "PKT-ETH-001")
     (ethertype,) = _U16.unpack_from(frame, 12)
     off = ETH_HLEN
 
@@ -207,9 +215,10 @@ def parse(frame: _FrameBytes, trace: Trace | None = None) -> PacketInfo:
     if ethertype in VLAN_TPIDS:
         tags: list[VlanTag] = []
         while ethertype in VLAN_TPIDS:
-            _need("vlan.hdr", off, VLAN_HLEN, n, "PKT-VLAN-001")
+            if off + VLAN_HLEN > n:
+                raise _truncated("vlan.hdr", off, VLAN_HLEN, n, "PKT-VLAN-001")
             tci, inner = _VLAN.unpack_from(frame, off)
-            tags.append(VlanTag(tpid=ethertype, tci=tci, offset=off - 2))
+            tags.append(VlanTag(ethertype, tci, off - 2))
             ethertype = inner
             off += VLAN_HLEN
         vlans = tuple(tags)
@@ -223,24 +232,8 @@ def parse(frame: _FrameBytes, trace: Trace | None = None) -> PacketInfo:
     # PKT-ETH-002: anything else (including 802.3 length values) carries no IP.
     emit(trace, "PKT-ETH-002", "not IP: no L3/L4 facts", ethertype=ethertype)
     return PacketInfo(
-        length=n,
-        vlans=vlans,
-        ethertype=ethertype,
-        l3=L3.NONE,
-        l3_offset=off,
-        l3_hdr_len=0,
-        ip_options=False,
-        ipv6_ext=False,
-        src=b"",
-        dst=b"",
-        ip_proto=-1,
-        is_fragment=False,
-        is_first_fragment=False,
-        ip_payload_end=n,
-        l4=L4.NONE,
-        l4_offset=-1,
-        sport=-1,
-        dport=-1,
+        n, vlans, ethertype, _L3_NONE, off, 0, False, False, b"", b"", -1, False, False, n,
+        _L4_NONE, -1, -1, -1,
     )
 
 
@@ -248,15 +241,15 @@ def _parse_ipv4(
     frame: _FrameBytes, n: int, off: int, vlans: tuple[VlanTag, ...], trace: Trace | None
 ) -> PacketInfo:
     # PKT-IP4-001: the fixed 20-byte header must be present.
-    _need("ipv4.hdr", off, IPV4_HLEN, n, "PKT-IP4-001")
+    if off + IPV4_HLEN > n:
+        raise _truncated("ipv4.hdr", off, IPV4_HLEN, n, "PKT-IP4-001")
     ver_ihl, tot_len, frag_off, proto, src, dst = _IPV4.unpack_from(frame, off)
-    version = ver_ihl >> 4
     ihl = ver_ihl & 0x0F
     # PKT-IP4-002: ip_rcv_core drops ihl < 5 or version != 4 (inhdr_error).
-    if version != 4:
+    if ver_ihl >> 4 != 4:
         raise MalformedInput(
             "IPv4 header with a version other than 4",
-            field="ipv4.version", offset=off, value=version, rule="PKT-IP4-002",
+            field="ipv4.version", offset=off, value=ver_ihl >> 4, rule="PKT-IP4-002",
         )
     if ihl < 5:
         raise MalformedInput(
@@ -265,68 +258,62 @@ def _parse_ipv4(
         )
     hlen = ihl * 4
     # PKT-IP4-003: the options IHL announces must be in the frame.
-    _need("ipv4.ihl", off, hlen, n, "PKT-IP4-003")
+    if off + hlen > n:
+        raise _truncated("ipv4.ihl", off, hlen, n, "PKT-IP4-003")
     # PKT-IP4-004: total length covers the header and fits the frame; the rest is padding.
     if tot_len < hlen:
         raise MalformedInput(
             "IPv4 total length shorter than its header",
             field="ipv4.tot_len", offset=off + 2, value=tot_len, rule="PKT-IP4-004",
         )
-    _need("ipv4.tot_len", off, tot_len, n, "PKT-IP4-004")
     end = off + tot_len
+    if end > n:
+        raise _truncated("ipv4.tot_len", off, tot_len, n, "PKT-IP4-004")
 
     # PKT-IP4-005: ip_is_fragment() is MF or a non-zero offset.
-    is_fragment = bool(frag_off & (IP_MF | IP_OFFSET))
-    frag_offset = (frag_off & IP_OFFSET) * 8
-    l4_off = off + hlen
-    if is_fragment:
+    if frag_off & (IP_MF | IP_OFFSET):
+        frag_offset = (frag_off & IP_OFFSET) * 8
         emit(trace, "PKT-IP4-005", "IPv4 fragment", offset=frag_offset, mf=bool(frag_off & IP_MF))
-    if frag_offset:
-        return _ip_result(
-            n, vlans, ETH_P_IP, L3.IPV4, off, hlen, ihl > 5, False, src, dst, proto,
-            True, False, end, frag_offset, L4.NONE, -1,
-        )
-    return _with_l4(
-        frame, n, vlans, ETH_P_IP, L3.IPV4, off, hlen, ihl > 5, False, src, dst, proto,
-        is_fragment, end, l4_off, trace,
-    )
+        if frag_offset:
+            return PacketInfo(
+                n, vlans, ETH_P_IP, _L3_IPV4, off, hlen, ihl > 5, False, src, dst, proto, True,
+                False, end, _L4_NONE, -1, -1, -1, 0, -1, -1, frag_offset,
+            )
+        return _upper(frame, n, vlans, ETH_P_IP, _L3_IPV4, off, hlen, ihl > 5, False, src, dst,
+                      proto, True, end, off + hlen, trace)
+    return _upper(frame, n, vlans, ETH_P_IP, _L3_IPV4, off, hlen, ihl > 5, False, src, dst,
+                  proto, False, end, off + hlen, trace)
 
 
 def _parse_ipv6(
     frame: _FrameBytes, n: int, off: int, vlans: tuple[VlanTag, ...], trace: Trace | None
 ) -> PacketInfo:
     # PKT-IP6-001: the fixed 40-byte header, version 6 (ip6_rcv_core).
-    _need("ipv6.hdr", off, IPV6_HLEN, n, "PKT-IP6-001")
+    if off + IPV6_HLEN > n:
+        raise _truncated("ipv6.hdr", off, IPV6_HLEN, n, "PKT-IP6-001")
     ver_tc, plen, nexthdr, src, dst = _IPV6.unpack_from(frame, off)
-    version = ver_tc >> 4
-    if version != 6:
+    if ver_tc >> 4 != 6:
         raise MalformedInput(
             "IPv6 header with a version other than 6",
-            field="ipv6.version", offset=off, value=version, rule="PKT-IP6-001",
+            field="ipv6.version", offset=off, value=ver_tc >> 4, rule="PKT-IP6-001",
         )
     # PKT-IP6-002: payload length bounds the datagram; zero with Hop-by-Hop first may be
     # a jumbogram, whose length the model takes from the frame.
     if plen == 0 and nexthdr == NEXTHDR_HOP:
         end = n
     else:
-        _need("ipv6.payload_len", off, IPV6_HLEN + plen, n, "PKT-IP6-002")
         end = off + IPV6_HLEN + plen
+        if end > n:
+            raise _truncated("ipv6.payload_len", off, IPV6_HLEN + plen, n, "PKT-IP6-002")
 
     # PKT-IP6-003..006: walk the extension headers ipv6_skip_exthdr() knows.
     cur = off + IPV6_HLEN
     is_fragment = False
     proto = nexthdr
-    while True:
-        if proto in _OPT_HDRS:
-            _need("ipv6.exthdr", cur, 2, end, "PKT-IP6-003")
-            nxt, hdrlen = _OPTHDR.unpack_from(frame, cur)
-            size = (hdrlen + 1) * 8
-        elif proto == NEXTHDR_AUTH:
-            _need("ipv6.exthdr", cur, 2, end, "PKT-IP6-006")
-            nxt, hdrlen = _OPTHDR.unpack_from(frame, cur)
-            size = (hdrlen + 2) * 4
-        elif proto == NEXTHDR_FRAGMENT:
-            _need("ipv6.frag", cur, FRAG6_HLEN, end, "PKT-IP6-005")
+    while proto in _EXT_HDRS:
+        if proto == NEXTHDR_FRAGMENT:
+            if cur + FRAG6_HLEN > end:
+                raise _truncated("ipv6.frag", cur, FRAG6_HLEN, end, "PKT-IP6-005")
             nxt, frag_off = _FRAG6.unpack_from(frame, cur)
             is_fragment = True
             frag_offset = frag_off & IP6_OFFSET
@@ -335,15 +322,20 @@ def _parse_ipv6(
             cur += FRAG6_HLEN
             if frag_offset:
                 # A non-first fragment: what follows is the middle of the datagram.
-                return _ip_result(
-                    n, vlans, ETH_P_IPV6, L3.IPV6, off, cur - off, False, True, src, dst, nxt,
-                    True, False, end, frag_offset, L4.NONE, -1,
+                return PacketInfo(
+                    n, vlans, ETH_P_IPV6, _L3_IPV6, off, cur - off, False, True, src, dst, nxt,
+                    True, False, end, _L4_NONE, -1, -1, -1, 0, -1, -1, frag_offset,
                 )
             proto = nxt
             continue
-        else:
-            break
-        _need("ipv6.exthdr", cur, size, end, "PKT-IP6-003")
+        rule = "PKT-IP6-006" if proto == NEXTHDR_AUTH else "PKT-IP6-003"
+        if cur + 2 > end:
+            raise _truncated("ipv6.exthdr", cur, 2, end, rule)
+        nxt, hdrlen = _OPTHDR.unpack_from(frame, cur)
+        # ipv6_authlen: AH counts 4-byte units minus 2; the others 8-byte units minus 1.
+        size = (hdrlen + 2) * 4 if proto == NEXTHDR_AUTH else (hdrlen + 1) * 8
+        if cur + size > end:
+            raise _truncated("ipv6.exthdr", cur, size, end, "PKT-IP6-003")
         cur += size
         proto = nxt
 
@@ -354,18 +346,15 @@ def _parse_ipv6(
              nexthdr=proto)
     if proto == NEXTHDR_NONE:
         # PKT-IP6-004: No Next Header - nothing follows.
-        return _ip_result(
-            n, vlans, ETH_P_IPV6, L3.IPV6, off, hdr_len, False, ext, src, dst, proto,
-            is_fragment, is_fragment, end, 0, L4.NONE, -1,
+        return PacketInfo(
+            n, vlans, ETH_P_IPV6, _L3_IPV6, off, hdr_len, False, ext, src, dst, proto,
+            is_fragment, is_fragment, end, _L4_NONE, -1, -1, -1,
         )
-    return _with_l4(
-        frame, n, vlans, ETH_P_IPV6, L3.IPV6, off, hdr_len, False, ext, src, dst, proto,
-        is_fragment, end, cur, trace,
-    )
+    return _upper(frame, n, vlans, ETH_P_IPV6, _L3_IPV6, off, hdr_len, False, ext, src, dst,
+                  proto, is_fragment, end, cur, trace)
 
 
-
-def _with_l4(
+def _upper(
     frame: _FrameBytes,
     n: int,
     vlans: tuple[VlanTag, ...],
@@ -383,114 +372,48 @@ def _with_l4(
     l4_off: int,
     trace: Trace | None,
 ) -> PacketInfo:
-    """Read the upper-layer header that starts at ``l4_off`` (PKT-L4-001..006)."""
-    l4 = _L4_OF_PROTO.get(proto, L4.OTHER)
-    if l4 is L4.OTHER:
-        # PKT-L4-005: another protocol (ESP, GRE, ...): only its offset is known.
-        return _ip_result(
+    """Read the upper-layer header that starts at ``l4_off`` (PKT-L4-001..006).
+
+    ``is_fragment`` is only ever true here for a first fragment.
+    """
+    l4 = _L4_OF_PROTO.get(proto, _L4_OTHER)
+    if l4 is _L4_OTHER:
+        # PKT-L4-005: another protocol (ESP, GRE, AH over IPv4, ...): only its offset.
+        return PacketInfo(
             n, vlans, ethertype, l3, l3_off, l3_len, options, ext, src, dst, proto,
-            is_fragment, is_fragment, end, 0, L4.OTHER, l4_off,
+            is_fragment, is_fragment, end, _L4_OTHER, l4_off, -1, -1,
         )
     need = _L4_MIN_LEN[l4]
-    if l4_off + need > end:
-        if is_fragment:
-            # PKT-L4-006: a first fragment may legally stop inside its L4 header.
-            emit(trace, "PKT-L4-006", "first fragment too short for its L4 header",
-                 proto=proto, available=end - l4_off)
-            return _ip_result(
-                n, vlans, ethertype, l3, l3_off, l3_len, options, ext, src, dst, proto,
-                True, True, end, 0, L4.NONE, -1,
-            )
-        _need(_L4_FIELD[l4], l4_off, need, end, "PKT-L4-006")
     sport = dport = itype = icode = -1
-    if l4 is L4.ICMP or l4 is L4.ICMPV6:
-        # PKT-L4-004: type and code, no ports.
-        itype, icode = _ICMP.unpack_from(frame, l4_off)
-    else:
-        sport, dport = _PORTS.unpack_from(frame, l4_off)
-        if l4 is L4.TCP:
-            # PKT-L4-001: data offset >= 5 words and the whole header present.
-            (doff_byte,) = _TCP_DOFF.unpack_from(frame, l4_off)
-            doff = doff_byte >> 4
-            if doff < 5:
-                raise MalformedInput(
-                    "TCP data offset below 5 words",
-                    field="tcp.doff", offset=l4_off + 12, value=doff, rule="PKT-L4-001",
-                )
-            need = doff * 4
-            if l4_off + need > end:
-                if is_fragment:
-                    emit(trace, "PKT-L4-006", "first fragment too short for TCP options",
-                         doff=doff, available=end - l4_off)
-                    return _ip_result(
-                        n, vlans, ethertype, l3, l3_off, l3_len, options, ext, src, dst,
-                        proto, True, True, end, 0, L4.NONE, -1,
+    if l4_off + need <= end:
+        if l4 in _ICMP_KINDS:
+            # PKT-L4-004: type and code, no ports.
+            itype, icode = _ICMP.unpack_from(frame, l4_off)
+        else:
+            # PKT-L4-001..003: TCP, UDP and SCTP all start with the two ports.
+            sport, dport = _PORTS.unpack_from(frame, l4_off)
+            if l4 is _L4_TCP:
+                # PKT-L4-001: data offset >= 5 words and the whole header present.
+                doff = _TCP_DOFF.unpack_from(frame, l4_off)[0] >> 4
+                if doff < 5:
+                    raise MalformedInput(
+                        "TCP data offset below 5 words",
+                        field="tcp.doff", offset=l4_off + 12, value=doff, rule="PKT-L4-001",
                     )
-                _need("tcp.doff", l4_off, need, end, "PKT-L4-001")
+                need = doff * 4
+                if l4_off + need > end and not is_fragment:
+                    raise _truncated("tcp.doff", l4_off, need, end, "PKT-L4-001")
+    elif not is_fragment:
+        raise _truncated(_L4_FIELD[l4], l4_off, need, end, "PKT-L4-006")
+    if l4_off + need > end:
+        # PKT-L4-006: a first fragment may legally stop inside its L4 header.
+        emit(trace, "PKT-L4-006", "first fragment too short for its L4 header",
+             proto=proto, needed=need, available=end - l4_off)
+        return PacketInfo(
+            n, vlans, ethertype, l3, l3_off, l3_len, options, ext, src, dst, proto,
+            True, True, end, _L4_NONE, -1, -1, -1,
+        )
     return PacketInfo(
-        length=n,
-        vlans=vlans,
-        ethertype=ethertype,
-        l3=l3,
-        l3_offset=l3_off,
-        l3_hdr_len=l3_len,
-        ip_options=options,
-        ipv6_ext=ext,
-        src=src,
-        dst=dst,
-        ip_proto=proto,
-        is_fragment=is_fragment,
-        is_first_fragment=is_fragment,
-        ip_payload_end=end,
-        l4=l4,
-        l4_offset=l4_off,
-        sport=sport,
-        dport=dport,
-        l4_hdr_len=need,
-        icmp_type=itype,
-        icmp_code=icode,
-        frag_offset=0,
-    )
-
-
-def _ip_result(
-    n: int,
-    vlans: tuple[VlanTag, ...],
-    ethertype: int,
-    l3: L3,
-    l3_off: int,
-    l3_len: int,
-    options: bool,
-    ext: bool,
-    src: bytes,
-    dst: bytes,
-    proto: int,
-    is_fragment: bool,
-    is_first: bool,
-    end: int,
-    frag_offset: int,
-    l4: L4,
-    l4_off: int,
-) -> PacketInfo:
-    """An IP result without ports (non-first fragment, OTHER, No Next Header)."""
-    return PacketInfo(
-        length=n,
-        vlans=vlans,
-        ethertype=ethertype,
-        l3=l3,
-        l3_offset=l3_off,
-        l3_hdr_len=l3_len,
-        ip_options=options,
-        ipv6_ext=ext,
-        src=src,
-        dst=dst,
-        ip_proto=proto,
-        is_fragment=is_fragment,
-        is_first_fragment=is_first,
-        ip_payload_end=end,
-        l4=l4,
-        l4_offset=l4_off,
-        sport=-1,
-        dport=-1,
-        frag_offset=frag_offset,
+        n, vlans, ethertype, l3, l3_off, l3_len, options, ext, src, dst, proto, is_fragment,
+        is_fragment, end, l4, l4_off, sport, dport, need, itype, icode, 0,
     )
