@@ -32,15 +32,16 @@ def _parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("conformance", help="run the conformance suite against a target")
     c.add_argument("--target", default="reference",
-                   help="implementation under test: reference (default), python:MODULE:OBJECT, "
-                        "exec:COMMAND, fixtures:DIR")
+                   help="implementation under test: reference (default), "
+                        "python:MODULE:OBJECT, exec:COMMAND, fixtures:DIR")
     c.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="per-request timeout for exec targets (default 10)")
     c.add_argument("--rules", action="append", default=[], metavar="GLOB",
                    help="check only rules matching GLOB, e.g. 'RSS-*' (repeatable)")
     c.add_argument("--profile", default="ci", choices=("ci", "dev", "deep"),
                    help="hypothesis profile: ci (derandomized, default), dev, deep")
-    c.add_argument("--report", type=Path, metavar="OUT.json", help="write the per-rule report as JSON")
+    c.add_argument("--report", type=Path, metavar="OUT.json",
+                   help="write the per-rule report as JSON")
     c.add_argument("--junitxml", type=Path, metavar="OUT.xml", help="write JUnit XML")
     c.add_argument("--save-failures", type=Path, metavar="DIR",
                    help="write each failure as a fixture into DIR (replay: --target fixtures:DIR)")
@@ -90,7 +91,8 @@ def conformance(args: argparse.Namespace) -> int:
     code = pytest.main(pytest_args, plugins=[capture])
     verdicts = capture.verdicts
     target_errors = capture.target_errors
-    if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.INTERRUPTED):
+    if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR,
+                pytest.ExitCode.INTERRUPTED):
         print(f"rx-oracle: the suite could not run (pytest exit {int(code)})", file=sys.stderr)
         return EXIT_ERROR
     if code == pytest.ExitCode.NO_TESTS_COLLECTED or not verdicts:
@@ -153,7 +155,9 @@ def _print_table(verdicts: dict[str, plugin.RuleVerdict], args: argparse.Namespa
                   f"{counts['skip']} skip")
 
 
-def _write_report(path: Path, verdicts: dict[str, plugin.RuleVerdict], args: argparse.Namespace) -> None:
+def _write_report(
+    path: Path, verdicts: dict[str, plugin.RuleVerdict], args: argparse.Namespace
+) -> None:
     report = {
         "format": "rx-oracle-report",
         "version": 1,

@@ -18,8 +18,8 @@ import pytest
 
 from conformance.check import RuleMismatch, TargetSession
 from conformance.scenario import to_jsonable
-from conformance.targets.fixtures import FIXTURE_FORMAT, FIXTURE_VERSION, scenario_key
 from conformance.targets.base import TargetError, load_target
+from conformance.targets.fixtures import FIXTURE_FORMAT, FIXTURE_VERSION, scenario_key
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 

@@ -63,7 +63,9 @@ class Scenario:
             raise ScenarioError(f"scenario must be a JSON object, got {type(doc).__name__}")
         schema = doc.get("schema", SCHEMA_VERSION)
         if schema != SCHEMA_VERSION:
-            raise ScenarioError(f"scenario schema {schema!r} is not supported (this is {SCHEMA_VERSION})")
+            raise ScenarioError(
+                f"scenario schema {schema!r} is not supported (this is {SCHEMA_VERSION})"
+            )
         component = doc.get("component")
         if not isinstance(component, str) or not component:
             raise ScenarioError("scenario.component must be a non-empty string")
@@ -73,7 +75,9 @@ class Scenario:
         if not isinstance(ppp, Mapping):
             raise ScenarioError("scenario.per_packet_programs must be an object")
         try:
-            per_packet = {int(k): tuple(_ops(v, f"per_packet_programs.{k}")) for k, v in ppp.items()}
+            per_packet = {
+                int(k): tuple(_ops(v, f"per_packet_programs.{k}")) for k, v in ppp.items()
+            }
         except ValueError as exc:
             raise ScenarioError(f"scenario.per_packet_programs: {exc}") from exc
         config = doc.get("config") or {}

@@ -20,7 +20,8 @@ from conformance.targets.exec import ExecTarget
 
 TESTS = Path(__file__).resolve().parent
 CHILD = [sys.executable, str(TESTS / "misbehaving_exec_target.py")]
-SCENARIO = Scenario(component="rss", config={"key": "00" * 40, "indir": [0]}, frames=(b"\x00" * 60,))
+SCENARIO = Scenario(component="rss", config={"key": "00" * 40, "indir": [0]},
+                    frames=(bytes(60),))
 
 
 @pytest.mark.rule("ERR-002")

@@ -26,7 +26,8 @@ def run_suite(target: str, rules: list[str], tmp_path: Path) -> tuple[int, dict[
            "--report", str(report)]
     for glob in rules:
         cmd += ["--rules", glob]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    path = os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     verdicts = {}
     if report.exists():

@@ -144,5 +144,12 @@ class XdpMetaUnaligned(_Wrong):
         return observed
 
 
-ALL = (XdpInvalidActionPasses, XdpMetaUnaligned, RssTypeWithoutL4, RssFragmentsWithPorts, RssQueueFromHighBits, KfuncDefaultEinval,
-       KfuncBoundInGenericMode)
+ALL = (
+    RssTypeWithoutL4,
+    RssFragmentsWithPorts,
+    RssQueueFromHighBits,
+    KfuncDefaultEinval,
+    KfuncBoundInGenericMode,
+    XdpInvalidActionPasses,
+    XdpMetaUnaligned,
+)

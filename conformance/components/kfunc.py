@@ -192,6 +192,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         calls = draw(st.lists(st.sampled_from(KFUNCS), unique=True))
         loads.append((len(events), calls))
         kind = draw(st.sampled_from(["bound", "bound", "unbound", "random"]))
+        load: dict[str, Any]
         if kind == "bound":  # the common, valid case: XDP, DEV_BOUND_ONLY, a real device
             load = {"prog_type": k.BPF_PROG_TYPE_XDP, "expected_attach_type": 0,
                     "prog_flags": k.BPF_F_XDP_DEV_BOUND_ONLY
@@ -211,18 +212,18 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             }
         events.append({"op": "prog_load", **load, "calls": calls})
     for _ in range(draw(st.integers(0, 6))):
-        load, calls = draw(st.sampled_from(loads))
+        load_index, calls = draw(st.sampled_from(loads))
         kind = draw(st.sampled_from(["attach", "map_update", "call", "call"]))
         if kind == "attach":
-            own = events[load]["prog_ifindex"]
+            own = events[load_index]["prog_ifindex"]
             targets = [own, own, *ifindexes] if own in ifindexes else ifindexes
             events.append({"op": "attach", "ifindex": draw(st.sampled_from(targets)),
-                           "prog": load, "flags": draw(st.sampled_from(_MODES))})
+                           "prog": load_index, "flags": draw(st.sampled_from(_MODES))})
         elif kind == "map_update":
             events.append({"op": "map_update", "map_type": draw(st.sampled_from(_MAPS)),
-                           "prog": load})
+                           "prog": load_index})
         elif calls:
-            events.append({"op": "call", "prog": load, "kfunc": draw(st.sampled_from(calls))})
+            events.append({"op": "call", "prog": load_index, "kfunc": draw(st.sampled_from(calls))})
     return Scenario(component="kfunc", config={"devices": devices}, events=tuple(events),
                     rules=("KFUNC-API-003", "KFUNC-CALL-001", "KFUNC-LOAD-005",
                            "KFUNC-ATTACH-004", "KFUNC-MAP-001"))

@@ -41,10 +41,8 @@ def expected(scenario: Scenario) -> dict[str, Any]:
     for frame in scenario.frames:
         info = packet.parse(frame)
         result = rss.rss_hash(info, config)
-        if result is None:
-            queue = config.indir[0]
-        else:
-            queue = rss.queue_for(result.hash, config.indir)
+        # RSS-RETA-005: an unhashed packet takes indirection entry 0.
+        queue = config.indir[0] if result is None else rss.queue_for(result.hash, config.indir)
         packets.append({
             "hash": None if result is None else result.hash,
             "hash_type": int(rss.xdp_rss_hash_type(result)),

@@ -49,7 +49,8 @@ def rss_keys() -> st.SearchStrategy[bytes]:
 def _l4(draw: st.DrawFn, v6: bool) -> Packet:
     kind = draw(st.sampled_from(["tcp", "udp", "sctp", "icmp", "raw"]))
     if kind == "tcp":
-        return TCP(sport=draw(ports), dport=draw(ports), flags=draw(st.sampled_from(["S", "A", "PA"])))
+        flags = draw(st.sampled_from(["S", "A", "PA"]))
+        return TCP(sport=draw(ports), dport=draw(ports), flags=flags)
     if kind == "udp":
         return UDP(sport=draw(ports), dport=draw(ports))
     if kind == "sctp":
@@ -93,7 +94,8 @@ def _ipv6(draw: st.DrawFn, fragment: bool | None = None) -> Packet:
         elif ext == "rt":
             pkt = pkt / IPv6ExtHdrRouting(addresses=[])
         else:
-            pkt = pkt / IPv6ExtHdrFragment(offset=draw(st.sampled_from([0, 0, 5])), m=draw(st.booleans()))
+            offset = draw(st.sampled_from([0, 0, 5]))
+            pkt = pkt / IPv6ExtHdrFragment(offset=offset, m=draw(st.booleans()))
     l4 = draw(_l4(v6=True))
     if isinstance(l4, Raw):
         last = pkt.lastlayer()
@@ -137,13 +139,15 @@ def ethernet_frames(draw: st.DrawFn) -> bytes:
     elif kind == "arp":
         frame = bytes(Ether(src=draw(macs), dst="ff:ff:ff:ff:ff:ff") / ARP(psrc=draw(ipv4_addrs)))
     else:
-        frame = bytes(Ether(src=draw(macs), dst=draw(macs), type=draw(st.sampled_from([0x88B5, 0x88CC, 0x9000])))
+        ethertype = draw(st.sampled_from([0x88B5, 0x88CC, 0x9000]))
+        frame = bytes(Ether(src=draw(macs), dst=draw(macs), type=ethertype)
                       / Raw(draw(st.binary(max_size=64))))
     size = draw(st.sampled_from(["as-built", "as-built", "padded", "jumbo"]))
     if size == "padded" and len(frame) < 60:
         frame = frame + bytes(60 - len(frame))  # the MAC's minimum-size padding
     elif size == "jumbo":
-        frame = frame + draw(st.binary(min_size=1500, max_size=1500))  # trailing bytes past the IP length
+        # Trailing bytes past the IP length: a jumbo frame whose datagram is short.
+        frame = frame + draw(st.binary(min_size=1500, max_size=1500))
     return frame
 
 

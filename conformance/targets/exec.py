@@ -9,6 +9,7 @@ killed, and started afresh for the next case, so the suite never hangs.
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import queue
 import subprocess
@@ -138,36 +139,44 @@ class ExecTarget:
             proc.stdin.flush()
         except (OSError, ValueError) as exc:
             self._kill()
-            raise TargetError(f"{self.name}: died before reading a request ({exc}){self._tail()}") from exc
+            raise TargetError(
+                f"{self.name}: died before reading a request ({exc}){self._tail()}"
+            ) from exc
 
     def _receive(self, what: str) -> dict[str, Any]:
         try:
             line = self._lines.get(timeout=self.timeout)
         except queue.Empty:
             self._kill()
-            raise TargetError(f"{self.name}: no answer within {self.timeout:g}s while waiting for {what}") from None
+            raise TargetError(
+                f"{self.name}: no answer within {self.timeout:g}s while waiting for {what}"
+            ) from None
         if line is _EOF:
             code = self._proc.wait() if self._proc else None
             self._kill()
-            raise TargetError(f"{self.name}: exited (status {code}) while we waited for {what}{self._tail()}")
+            raise TargetError(
+                f"{self.name}: exited (status {code}) while we waited for {what}{self._tail()}"
+            )
         try:
             msg = json.loads(str(line))
         except json.JSONDecodeError:
             self._kill()
-            raise TargetError(f"{self.name}: printed a line that is not JSON: {str(line)[:120]!r}") from None
+            raise TargetError(
+                f"{self.name}: printed a line that is not JSON: {str(line)[:120]!r}"
+            ) from None
         if not isinstance(msg, dict):
             self._kill()
-            raise TargetError(f"{self.name}: printed a JSON value that is not an object: {_short(msg)}")
+            raise TargetError(
+                f"{self.name}: printed a JSON value that is not an object: {_short(msg)}"
+            )
         return msg
 
     def _kill(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             proc.kill()
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:  # pragma: no cover - kill cannot be refused
-                pass
         for stream in (proc.stdin, proc.stdout, proc.stderr) if proc else ():
             try:
                 if stream is not None:

@@ -70,7 +70,7 @@ def load_fixture_line(line: str, where: str) -> tuple[Scenario, dict[str, Any]]:
     if doc.get("version") != FIXTURE_VERSION:
         raise TargetError(f"{where}: fixture version {doc.get('version')!r} is not supported")
     try:
-        scenario = Scenario.from_json(doc.get("scenario"))
+        scenario = Scenario.from_json(doc.get("scenario") or {})
     except ScenarioError as exc:
         raise TargetError(f"{where}: {exc}") from None
     observables = doc.get("observables")

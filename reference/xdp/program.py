@@ -140,10 +140,13 @@ def _write(xdp: XdpBuff, offset: int, data: bytes, trace: Trace | None) -> int:
 
 def _kfunc(name: str, ops: kfuncs.XdpMetadataOps | None, ctx: object,
            trace: Trace | None) -> dict[str, Any]:
-    call = {"rx_timestamp": kfuncs.bpf_xdp_metadata_rx_timestamp,
-            "rx_hash": kfuncs.bpf_xdp_metadata_rx_hash,
-            "rx_vlan_tag": kfuncs.bpf_xdp_metadata_rx_vlan_tag}[name]
-    result = call(ctx, ops, trace)
+    result: kfuncs.KfuncResult
+    if name == "rx_timestamp":
+        result = kfuncs.bpf_xdp_metadata_rx_timestamp(ctx, ops, trace)
+    elif name == "rx_hash":
+        result = kfuncs.bpf_xdp_metadata_rx_hash(ctx, ops, trace)
+    else:
+        result = kfuncs.bpf_xdp_metadata_rx_vlan_tag(ctx, ops, trace)
     record: dict[str, Any] = {"op": "kfunc", "name": name, "rc": result.rc}
     record.update(zip(_OUTPUT_NAMES[name], result.outputs(), strict=True))
     return record
