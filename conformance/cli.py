@@ -70,10 +70,10 @@ def conformance(args: argparse.Namespace) -> int:
         str(PROPERTIES_DIR),
         "--rootdir", str(PROPERTIES_DIR),
         "-o", "addopts=",
-        "-o", "python_files=prop_*.py",
         "-p", "no:cacheprovider",
         f"--hypothesis-profile={args.profile}",
         "-v" if args.verbose else "-q",
+        "--no-header",
         "-W", "ignore::pytest.PytestAssertRewriteWarning",
         "--rx-target", args.target,
         "--rx-timeout", str(args.timeout),
@@ -88,7 +88,14 @@ def conformance(args: argparse.Namespace) -> int:
         pytest_args += ["-n", str(args.numprocesses)]
 
     capture = _Capture()
-    code = pytest.main(pytest_args, plugins=[capture])
+    plugins: list[object] = [capture]
+    interactive = sys.stdout.isatty() and not args.verbose and not args.numprocesses
+    if interactive:
+        # A live progress bar replaces pytest's dots; failures are printed below the table.
+        pytest_args = [a for a in pytest_args if a not in ("-q", "--no-header")]
+        pytest_args += ["-p", "no:terminal"]
+        plugins.append(_Progress())
+    code = pytest.main(pytest_args, plugins=plugins)
     verdicts = capture.verdicts
     target_errors = capture.target_errors
     if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR,
@@ -100,6 +107,8 @@ def conformance(args: argparse.Namespace) -> int:
         return EXIT_ERROR
 
     _print_table(verdicts, args)
+    if interactive:
+        _print_reproducers(verdicts)
     if args.report:
         _write_report(args.report, verdicts, args)
     failed = any(v.verdict == plugin.FAIL for v in verdicts.values())
@@ -129,6 +138,39 @@ class _Capture:
         rules = plugin.collector(session.config)
         self.verdicts = dict(rules.verdicts)
         self.target_errors = list(rules.target_errors)
+
+
+class _Progress:
+    """A rich progress bar over the collected properties (interactive runs only)."""
+
+    def __init__(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self.bar = Progress(TextColumn("checking {task.description}"), BarColumn(),
+                            MofNCompleteColumn(), transient=True)
+        self.task = self.bar.add_task("rules", total=None)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.bar.update(self.task, total=len(session.items))
+        self.bar.start()
+
+    def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
+        self.bar.update(self.task, description=location[2])
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
+        self.bar.advance(self.task)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.bar.stop()
+
+
+def _print_reproducers(verdicts: dict[str, plugin.RuleVerdict]) -> None:
+    seen: set[str] = set()
+    for rid in sorted(verdicts):
+        for text in verdicts[rid].reproducers:
+            if text not in seen:
+                seen.add(text)
+                print(f"\n--- failure ({rid}) ---\n{text}")
 
 
 def _print_table(verdicts: dict[str, plugin.RuleVerdict], args: argparse.Namespace) -> None:

@@ -35,11 +35,15 @@ class RuleVerdict:
     skipped: int = 0
     reasons: list[str] = attrs.field(factory=list)
     failures: list[str] = attrs.field(factory=list)
+    #: The full failure texts (reproducers), for printing after the table.
+    reproducers: list[str] = attrs.field(factory=list)
 
-    def add(self, outcome: str, nodeid: str, detail: str) -> None:
+    def add(self, outcome: str, nodeid: str, detail: str, full: str = "") -> None:
         if outcome == FAIL:
             self.failed += 1
             self.failures.append(f"{nodeid.rpartition('/')[2]}: {detail}".strip())
+            if full and full not in self.reproducers:
+                self.reproducers.append(full)
         elif outcome == PASS:
             self.passed += 1
         else:
@@ -109,16 +113,22 @@ class RuleCollector:
         failed_rules = props.get("rx_failed_rules")
         if outcome == FAIL and failed_rules is not None:
             blamed = [r for r in str(failed_rules).split(",") if r] or rules
+            full = report.longreprtext
             for rule in blamed:
-                self.verdicts.setdefault(rule, RuleVerdict(rule)).add(FAIL, report.nodeid, detail)
+                self.verdicts.setdefault(rule, RuleVerdict(rule)).add(
+                    FAIL, report.nodeid, detail, full
+                )
             # The test stopped at that failure, so its other rules were not fully checked.
             why = f"not fully checked: the test stopped at a failure of {', '.join(blamed)}"
             for rule in rules:
                 if rule not in blamed:
                     self.verdicts.setdefault(rule, RuleVerdict(rule)).add(SKIP, report.nodeid, why)
             return
+        full = report.longreprtext if outcome == FAIL else ""
         for rule in rules:
-            self.verdicts.setdefault(rule, RuleVerdict(rule)).add(outcome, report.nodeid, detail)
+            self.verdicts.setdefault(rule, RuleVerdict(rule)).add(
+                outcome, report.nodeid, detail, full
+            )
 
 
 def rules_of(item: pytest.Item) -> tuple[str, ...]:

@@ -1,1 +1,1 @@
-"""The conformance properties, one module per area (``prop_<area>.py``)."""
+"""The conformance properties, one module per area (``test_<area>.py``)."""

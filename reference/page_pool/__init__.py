@@ -4,9 +4,10 @@ Kernel: ``net/core/page_pool.c``, ``include/net/page_pool/{types,helpers}.h``,
 ``include/linux/ptr_ring.h``, Kingxukai/linux v6.17-rc3.
 
 Modules: ``constants`` (flags, sizes, :class:`Arch`), ``page`` (pages, page allocator,
-DMA device), ``ptr_ring``, ``stats`` (counters and their ethtool view), ``pool`` (the
-pool: create, alloc, put, NUMA, destroy, ledger), ``frag`` (fragment API), ``api``
-(kernel-named wrappers).
+DMA device), ``ptr_ring``, ``stats`` (counters and their ethtool view), ``params``
+(``page_pool_params``, execution context, creation checks), ``pool`` (the pool: create,
+alloc, put, NUMA, destroy), ``frag`` (fragment API), ``ledger`` (the conservation
+check), ``api`` (kernel-named wrappers).
 
 Typical use::
 
@@ -73,20 +74,22 @@ from .frag import (
     page_pool_dev_alloc,
     page_pool_dev_alloc_frag,
 )
+from .ledger import conservation_problems
 from .page import DmaDevice, DmaSync, Loc, Page, PageAllocator, get_page, put_page
-from .pool import (
+from .params import (
     PROCESS_CONTEXT,
     Context,
-    CreateResult,
     NapiStruct,
-    PagePool,
     PagePoolParams,
+    page_pool_init_check,
+)
+from .pool import (
+    CreateResult,
+    PagePool,
     PoolState,
     PutOutcome,
-    conservation_problems,
     page_pool_create,
     page_pool_create_percpu,
-    page_pool_init_check,
     page_pool_put_netmem_bulk,
 )
 from .ptr_ring import PtrRing, ptr_ring_batch

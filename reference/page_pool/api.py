@@ -11,7 +11,8 @@ from reference.errors import StateViolation
 from reference.trace import Trace
 
 from .page import Page
-from .pool import Context, NapiStruct, PagePool, PutOutcome
+from .params import Context, NapiStruct
+from .pool import PagePool, PutOutcome
 from .stats import PagePoolStats
 
 

@@ -17,7 +17,8 @@ from reference.trace import Trace, emit
 
 from .constants import BIAS_MAX
 from .page import Loc, Page
-from .pool import Context, PagePool, PoolState
+from .params import Context
+from .pool import PagePool, PoolState
 
 
 def _align(size: int, alignment: int) -> int:

@@ -142,18 +142,21 @@ class DmaDevice:
     checked against the lengths they ask for, and can be told to fail the next N
     mappings (``fail_map_next``).  ``need_sync`` is ``dma_dev_need_sync(dev)``: False for
     a coherent device on the direct mapping, where page_pool skips every device sync.
+    With ``record=False`` only the call counters are kept (long per-packet runs).
     """
 
-    __slots__ = ("fail_map_next", "maps", "need_sync", "syncs_for_cpu", "syncs_for_device",
-                 "unmaps")
+    __slots__ = ("device_syncs", "fail_map_next", "maps", "need_sync", "record",
+                 "syncs_for_cpu", "syncs_for_device", "unmaps")
 
-    def __init__(self, *, need_sync: bool = True) -> None:
+    def __init__(self, *, need_sync: bool = True, record: bool = True) -> None:
         self.need_sync = need_sync
+        self.record = record
         self.fail_map_next = 0
         self.syncs_for_device: list[DmaSync] = []
         self.syncs_for_cpu: list[DmaSync] = []
         self.maps = 0
         self.unmaps = 0
+        self.device_syncs = 0
 
     def map_page(self, page: Page, page_shift: int) -> int:
         """``dma_map_page_attrs``: the bus address, or 0 for ``dma_mapping_error``."""
@@ -167,10 +170,13 @@ class DmaDevice:
         self.unmaps += 1
 
     def sync_for_device(self, page: Page, addr: int, size: int, dir: int) -> None:
-        self.syncs_for_device.append(DmaSync(page.pfn, addr, size, dir))
+        self.device_syncs += 1
+        if self.record:
+            self.syncs_for_device.append(DmaSync(page.pfn, addr, size, dir))
 
     def sync_for_cpu(self, page: Page, addr: int, size: int, dir: int) -> None:
-        self.syncs_for_cpu.append(DmaSync(page.pfn, addr, size, dir))
+        if self.record:
+            self.syncs_for_cpu.append(DmaSync(page.pfn, addr, size, dir))
 
 
 class PageAllocator:

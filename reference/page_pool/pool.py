@@ -9,31 +9,28 @@ attribute work so that driver models can call it per packet.
 from __future__ import annotations
 
 import enum
-import errno
 from collections.abc import Iterable
 
 import attrs
 
-from reference.errors import InvalidConfig, StateViolation
+from reference.errors import StateViolation
 from reference.trace import Trace, emit
 
 from .constants import (
     BIAS_MAX,
-    DMA_BIDIRECTIONAL,
-    DMA_FROM_DEVICE,
     NUMA_NO_NODE,
     PP_ALLOC_CACHE_REFILL,
     PP_ALLOC_CACHE_SIZE,
-    PP_FLAG_ALL,
     PP_FLAG_DMA_MAP,
     PP_FLAG_DMA_SYNC_DEV,
     PP_FLAG_SYSTEM_POOL,
     PP_RING_DEFAULT_SIZE,
-    PP_RING_SIZE_LIMIT,
     U32_MASK,
     XDP_BULK_QUEUE_SIZE,
 )
+from .ledger import conservation_problems
 from .page import DmaDevice, IdAllocator, Loc, Page, PageAllocator, put_page
+from .params import PROCESS_CONTEXT, Context, NapiStruct, PagePoolParams, page_pool_init_check
 from .ptr_ring import PtrRing
 from .stats import (
     PagePoolAllocStats,
@@ -46,59 +43,6 @@ _CACHE = Loc.ALLOC_CACHE
 _RING = Loc.PTR_RING
 _FLIGHT = Loc.IN_FLIGHT
 _RELEASED = Loc.RELEASED
-
-
-class NapiStruct:
-    """The part of ``struct napi_struct`` page_pool reads: ``list_owner``, the CPU the
-    NAPI instance is being polled on (-1 when not scheduled)."""
-
-    __slots__ = ("list_owner",)
-
-    def __init__(self, list_owner: int = -1) -> None:
-        self.list_owner = list_owner
-
-
-@attrs.frozen
-class Context:
-    """The execution context of a call (model convention).
-
-    ``cpu`` is ``smp_processor_id()``, ``nid`` is ``numa_mem_id()`` of that CPU,
-    ``in_softirq`` / ``in_hardirq`` say what the caller runs in (NAPI poll is softirq),
-    ``preempt_rt`` is ``CONFIG_PREEMPT_RT``.  Calls without a context run as
-    ``Context()``: CPU 0, node 0, process context.
-    """
-
-    cpu: int = 0
-    in_softirq: bool = False
-    nid: int = 0
-    in_hardirq: bool = False
-    preempt_rt: bool = False
-
-    @classmethod
-    def softirq(cls, cpu: int = 0, nid: int = 0) -> Context:
-        return cls(cpu=cpu, in_softirq=True, nid=nid)
-
-
-PROCESS_CONTEXT = Context()
-
-
-@attrs.frozen
-class PagePoolParams:
-    """``struct page_pool_params`` (fast and slow groups).  Fields default to 0 as in a
-    zero-initialised kernel struct (so ``dma_dir`` defaults to ``DMA_BIDIRECTIONAL`` and
-    ``nid`` to node 0).  ``dev`` is the DMA device; ``napi`` the owning NAPI instance."""
-
-    order: int = 0
-    pool_size: int = 0
-    nid: int = 0
-    dev: DmaDevice | None = None
-    napi: NapiStruct | None = None
-    dma_dir: int = DMA_BIDIRECTIONAL
-    max_len: int = 0
-    offset: int = 0
-    netdev: object | None = None
-    queue_idx: int = 0
-    flags: int = 0
 
 
 class PoolState(enum.Enum):
@@ -141,40 +85,6 @@ _PUT_DONE_CACHED = 0
 _PUT_DONE_RELEASED = 1
 _PUT_TO_RING = 2
 _PUT_TO_RING_CACHE_FULL = 3
-
-
-def _u32_field(name: str, value: int) -> None:
-    if not isinstance(value, int) or not 0 <= value <= U32_MASK:
-        raise InvalidConfig("must be an unsigned 32-bit integer", field=name, value=value,
-                            rule="PP-INIT-010")
-
-
-def page_pool_init_check(params: PagePoolParams) -> int:
-    """The checks of ``page_pool_init`` in kernel order; 0 or a negative errno.
-
-    PP-INIT-001 .. PP-INIT-005.  There is no order check in v6.17-rc3 (PP-INIT-007).
-    """
-    for name in ("order", "pool_size", "max_len", "offset", "flags", "queue_idx"):
-        _u32_field(name, getattr(params, name))
-    if params.dma_dir not in (0, 1, 2, 3):
-        raise InvalidConfig("not an enum dma_data_direction value", field="dma_dir",
-                            value=params.dma_dir, rule="PP-INIT-010")
-    if params.flags & ~PP_FLAG_ALL:  # PP-INIT-001
-        return -errno.EINVAL
-    ring_qsize = params.pool_size or PP_RING_DEFAULT_SIZE  # PP-INIT-002
-    if ring_qsize > PP_RING_SIZE_LIMIT:
-        return -errno.E2BIG
-    if params.flags & PP_FLAG_DMA_MAP and params.dma_dir not in (  # PP-INIT-003
-        DMA_FROM_DEVICE,
-        DMA_BIDIRECTIONAL,
-    ):
-        return -errno.EINVAL
-    if params.flags & PP_FLAG_DMA_SYNC_DEV:  # PP-INIT-004
-        if not params.flags & PP_FLAG_DMA_MAP:
-            return -errno.EINVAL
-        if not params.max_len:
-            return -errno.EINVAL
-    return 0
 
 
 class PagePool:
@@ -359,6 +269,9 @@ class PagePool:
         return page
 
     def _alloc(self, ctx: Context | None, trace: Trace | None) -> Page | None:
+        """Cache, then ring, then page allocator.  A page handed out moves exactly one
+        of fast / refill / slow / slow_high_order (PP-ALLOC-007) and is not synced on
+        the way out (PP-DMA-003)."""
         cache = self.alloc_cache
         if cache:
             # PP-ALLOC-001: fast path, LIFO.
@@ -412,6 +325,7 @@ class PagePool:
         cache = self.alloc_cache
         if cache:  # the kernel's "guarantees zero count" branch; unreachable in practice
             return cache.pop()
+        # PP-NUMA-005: on p.nid; NUMA_NO_NODE lets the allocator use the local node.
         pages = self.allocator.alloc_pages_bulk_node(self.nid, PP_ALLOC_CACHE_REFILL, ctx.nid)
         if not pages:
             emit(trace, "PP-ALLOC-004", "bulk allocation returned no page")
@@ -518,6 +432,9 @@ class PagePool:
         """``page_pool_put_unrefed_page``: recycle a page whose pp references are gone."""
         ctx = ctx or PROCESS_CONTEXT
         self._check_put(page, 0, ctx, "page_pool_put_unrefed_page")
+        if page.refs_out or page is self.frag_page:
+            raise StateViolation("page_pool_put_unrefed_page: pp references are still out",
+                                 obj=repr(page), rule="PP-RECYCLE-010")
         return self._put_unrefed(page, dma_sync_size, allow_direct, ctx, trace)
 
     def _put_unrefed(
@@ -700,7 +617,9 @@ class PagePool:
 
     def _scrub(self) -> None:
         """``page_pool_scrub`` (PP-DESTROY-003)."""
-        if not self.destroy_cnt:  # page_pool_empty_alloc_cache_once
+        # page_pool_empty_alloc_cache_once: only the first scrub empties the cache, so a
+        # page put directly after destroy stays there (PP-DESTROY-006).
+        if not self.destroy_cnt:
             cache = self.alloc_cache
             while cache:
                 self._return_page(cache.pop())
@@ -768,84 +687,6 @@ class PagePool:
         problems = conservation_problems(self, full=full)
         if problems:
             raise AssertionError("page_pool ledger broken:\n  " + "\n  ".join(problems))
-
-
-def conservation_problems(pool: PagePool, *, full: bool = False) -> list[str]:
-    """The checks behind :meth:`PagePool.check_conservation` as a list of messages."""
-    out: list[str] = []
-    sig = pool.arch.pp_signature
-    seen: set[int] = set()
-    cache = pool.alloc_cache
-    if len(cache) > PP_ALLOC_CACHE_SIZE:
-        out.append(f"alloc cache holds {len(cache)} > {PP_ALLOC_CACHE_SIZE}")
-    for page in cache:
-        if page.pfn in seen:
-            out.append(f"{page!r} twice in the alloc cache")
-        seen.add(page.pfn)
-        if page.loc is not _CACHE:
-            out.append(f"{page!r} in the alloc cache but marked {page.loc}")
-    ring_pages = list(pool.ring)
-    if len(ring_pages) > pool.ring.size:
-        out.append("ring holds more entries than slots")
-    for page in ring_pages:
-        if page.pfn in seen:
-            out.append(f"{page!r} in two places (ring)")
-        seen.add(page.pfn)
-        if page.loc is not _RING:
-            out.append(f"{page!r} in the ring but marked {page.loc}")
-    n_flight = 0
-    for pfn, page in pool._live.items():
-        if page.pfn != pfn or page.owner is not pool or page.pp is not pool:
-            out.append(f"{page!r} live but not owned by this pool")
-        if page.pp_magic != sig:
-            out.append(f"{page!r} live without PP_SIGNATURE")
-        if page.loc is _FLIGHT:
-            n_flight += 1
-            if page is pool.frag_page:
-                expect = BIAS_MAX - pool.frag_users + page.refs_out
-            else:
-                expect = page.refs_out if page.refs_out else 1
-            if page.pp_ref_count != expect:
-                out.append(f"{page!r} pp_ref_count {page.pp_ref_count} != {expect}")
-        elif page.loc is _CACHE or page.loc is _RING:
-            if page.pfn not in seen:
-                out.append(f"{page!r} marked {page.loc} but not found there")
-            if page.refs_out or page.pp_ref_count != 1:
-                out.append(f"{page!r} parked with references out")
-        else:
-            out.append(f"{page!r} live but marked {page.loc}")
-        if pool.dma_map and pool.destroy_cnt == 0 and not page.dma_index:
-            out.append(f"{page!r} live in a DMA pool but unmapped")
-    if len(seen) != len(cache) + len(ring_pages):
-        out.append("a page sits in both the cache and the ring")
-    n_live = len(pool._live)
-    if n_live != len(cache) + len(ring_pages) + n_flight:
-        out.append(f"live {n_live} != cache {len(cache)} + ring {len(ring_pages)} "
-                   f"+ in flight {n_flight}")
-    inflight = pool.inflight(strict=True)
-    if inflight != n_live:
-        out.append(f"inflight {inflight} != pages held {n_live}")
-    if pool.pages_state_hold_cnt != pool._n_pages & U32_MASK:
-        out.append("hold count differs from pages accounted")
-    fp = pool.frag_page
-    if fp is not None and (fp.loc is not _FLIGHT or fp.owner is not pool):
-        out.append(f"frag page {fp!r} is not in flight")
-    for ident, page in pool.dma_mapped.items():
-        if page.dma_index != ident or not page.dma_addr:
-            out.append(f"dma_mapped[{ident}] = {page!r} disagrees with the page")
-    if full:
-        released = 0
-        for page in pool._pages:
-            if page.loc is _RELEASED:
-                released += 1
-                if page.pp is not None or page.pp_magic or page.pfn in pool._live:
-                    out.append(f"{page!r} released but still marked as a pool page")
-                if page.dma_index and pool.dma_mapped.get(page.dma_index) is page:
-                    out.append(f"{page!r} released but still DMA-mapped")
-        if released & U32_MASK != pool.pages_state_release_cnt:
-            out.append(f"released pages {released} != release_cnt "
-                       f"{pool.pages_state_release_cnt}")
-    return out
 
 
 # ---------------------------------------------------------------------- bulk return

@@ -1,0 +1,112 @@
+"""Pool parameters, execution context and creation checks (PP-INIT-001 .. PP-INIT-010).
+
+``struct page_pool_params`` (include/net/page_pool/types.h) and the checks of
+``page_pool_init`` (net/core/page_pool.c), Kingxukai/linux v6.17-rc3.
+"""
+
+from __future__ import annotations
+
+import errno
+
+import attrs
+
+from reference.errors import InvalidConfig
+
+from .constants import (
+    DMA_BIDIRECTIONAL,
+    DMA_FROM_DEVICE,
+    PP_FLAG_ALL,
+    PP_FLAG_DMA_MAP,
+    PP_FLAG_DMA_SYNC_DEV,
+    PP_RING_DEFAULT_SIZE,
+    PP_RING_SIZE_LIMIT,
+    U32_MASK,
+)
+from .page import DmaDevice
+
+
+class NapiStruct:
+    """The part of ``struct napi_struct`` page_pool reads: ``list_owner``, the CPU the
+    NAPI instance is being polled on (-1 when not scheduled)."""
+
+    __slots__ = ("list_owner",)
+
+    def __init__(self, list_owner: int = -1) -> None:
+        self.list_owner = list_owner
+
+
+@attrs.frozen
+class Context:
+    """The execution context of a call (model convention).
+
+    ``cpu`` is ``smp_processor_id()``, ``nid`` is ``numa_mem_id()`` of that CPU,
+    ``in_softirq`` / ``in_hardirq`` say what the caller runs in (NAPI poll is softirq),
+    ``preempt_rt`` is ``CONFIG_PREEMPT_RT``.  Calls without a context run as
+    ``Context()``: CPU 0, node 0, process context.
+    """
+
+    cpu: int = 0
+    in_softirq: bool = False
+    nid: int = 0
+    in_hardirq: bool = False
+    preempt_rt: bool = False
+
+    @classmethod
+    def softirq(cls, cpu: int = 0, nid: int = 0) -> Context:
+        return cls(cpu=cpu, in_softirq=True, nid=nid)
+
+
+PROCESS_CONTEXT = Context()
+
+
+@attrs.frozen
+class PagePoolParams:
+    """``struct page_pool_params`` (fast and slow groups).  Fields default to 0 as in a
+    zero-initialised kernel struct (so ``dma_dir`` defaults to ``DMA_BIDIRECTIONAL`` and
+    ``nid`` to node 0).  ``dev`` is the DMA device; ``napi`` the owning NAPI instance."""
+
+    order: int = 0
+    pool_size: int = 0
+    nid: int = 0
+    dev: DmaDevice | None = None
+    napi: NapiStruct | None = None
+    dma_dir: int = DMA_BIDIRECTIONAL
+    max_len: int = 0
+    offset: int = 0
+    netdev: object | None = None
+    queue_idx: int = 0
+    flags: int = 0
+
+
+def _u32_field(name: str, value: int) -> None:
+    if not isinstance(value, int) or not 0 <= value <= U32_MASK:
+        raise InvalidConfig("must be an unsigned 32-bit integer", field=name, value=value,
+                            rule="PP-INIT-010")
+
+
+def page_pool_init_check(params: PagePoolParams) -> int:
+    """The checks of ``page_pool_init`` in kernel order; 0 or a negative errno.
+
+    PP-INIT-001 .. PP-INIT-005.  There is no order check in v6.17-rc3 (PP-INIT-007).
+    """
+    for name in ("order", "pool_size", "max_len", "offset", "flags", "queue_idx"):
+        _u32_field(name, getattr(params, name))
+    if params.dma_dir not in (0, 1, 2, 3):
+        raise InvalidConfig("not an enum dma_data_direction value", field="dma_dir",
+                            value=params.dma_dir, rule="PP-INIT-010")
+    if params.flags & ~PP_FLAG_ALL:  # PP-INIT-001
+        return -errno.EINVAL
+    ring_qsize = params.pool_size or PP_RING_DEFAULT_SIZE  # PP-INIT-002
+    if ring_qsize > PP_RING_SIZE_LIMIT:
+        return -errno.E2BIG
+    if params.flags & PP_FLAG_DMA_MAP and params.dma_dir not in (  # PP-INIT-003
+        DMA_FROM_DEVICE,
+        DMA_BIDIRECTIONAL,
+    ):
+        return -errno.EINVAL
+    if params.flags & PP_FLAG_DMA_SYNC_DEV:  # PP-INIT-004
+        if not params.flags & PP_FLAG_DMA_MAP:
+            return -errno.EINVAL
+        if not params.max_len:
+            return -errno.EINVAL
+    return 0
