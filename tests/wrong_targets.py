@@ -144,6 +144,31 @@ class XdpMetaUnaligned(_Wrong):
         return observed
 
 
+class PagePoolLeaksRingPuts(_Wrong):
+    """Never returns a page a put would send to the ptr_ring (breaks PP-RECYCLE-006).
+
+    The page stays in flight: no sync, no ring.  Only the first such put is changed; the
+    suite reports the first differing field.
+    """
+
+    BREAKS = ("PP-RECYCLE-006",)
+
+    def corrupt(self, scenario: Scenario, observed: dict[str, Any]) -> dict[str, Any]:
+        if scenario.component != "page_pool":
+            return observed
+        from conformance.components.page_pool import _run
+        from reference.trace import Trace
+
+        traces: list[Trace] = []
+        _run(scenario, traces)
+        for trace, record in zip(traces, observed["events"], strict=True):
+            to_ring = any(e.what == "put into the ptr_ring" for e in trace)
+            if to_ring and record.get("synced") is not None:
+                record["synced"] = None
+                break
+        return observed
+
+
 ALL = (
     RssTypeWithoutL4,
     RssFragmentsWithPorts,
@@ -152,4 +177,5 @@ ALL = (
     KfuncBoundInGenericMode,
     XdpInvalidActionPasses,
     XdpMetaUnaligned,
+    PagePoolLeaksRingPuts,
 )

@@ -47,6 +47,7 @@ class Component:
 
 def registry() -> Mapping[str, Component]:
     """All components, imported lazily so a broken one cannot hide the others."""
-    from conformance.components import kfunc, rss, xdp
+    from conformance.components import kfunc, page_pool, rss, xdp
 
-    return {c.name: c for c in (rss.COMPONENT, kfunc.COMPONENT, xdp.COMPONENT)}
+    return {c.name: c for c in (rss.COMPONENT, kfunc.COMPONENT, xdp.COMPONENT,
+                                page_pool.COMPONENT)}
