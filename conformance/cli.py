@@ -36,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
                         "python:MODULE:OBJECT, exec:COMMAND, fixtures:DIR")
     c.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="per-request timeout for exec targets (default 10)")
+    c.add_argument("--driver", action="append", default=[], metavar="NAME",
+                   help="check only this driver's or component's properties: "
+                        f"{', '.join(_components())} (repeatable)")
     c.add_argument("--rules", action="append", default=[], metavar="GLOB",
                    help="check only rules matching GLOB, e.g. 'RSS-*' (repeatable)")
     c.add_argument("--profile", default="ci", choices=("ci", "dev", "deep"),
@@ -56,6 +59,10 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _components() -> list[str]:
+    return sorted(p.stem.removeprefix("test_") for p in PROPERTIES_DIR.glob("test_*.py"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "conformance":
@@ -66,8 +73,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def conformance(args: argparse.Namespace) -> int:
+    unknown = sorted(set(args.driver) - set(_components()))
+    if unknown:
+        print(f"rx-oracle: unknown driver or component {', '.join(unknown)}; "
+              f"known: {', '.join(_components())}", file=sys.stderr)
+        return EXIT_ERROR
+    paths = [str(PROPERTIES_DIR / f"test_{d}.py") for d in args.driver] or [str(PROPERTIES_DIR)]
     pytest_args = [
-        str(PROPERTIES_DIR),
+        *paths,
         "--rootdir", str(PROPERTIES_DIR),
         "-o", "addopts=",
         "-p", "no:cacheprovider",

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 import wrong_targets
@@ -23,7 +24,7 @@ TESTS = Path(__file__).resolve().parent
 def run_suite(target: str, rules: list[str], tmp_path: Path) -> tuple[int, dict[str, str], str]:
     report = tmp_path / "report.json"
     cmd = [sys.executable, "-m", "conformance.cli", "conformance", "--target", target,
-           "--report", str(report)]
+           "--report", str(report), "--junitxml", str(tmp_path / "junit.xml")]
     for glob in rules:
         cmd += ["--rules", glob]
     path = os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])
@@ -50,3 +51,6 @@ def test_reference_fails_nothing(tmp_path: Path) -> None:
     code, verdicts, output = run_suite("reference", [], tmp_path)
     assert code == 0, output
     assert verdicts and all(v == "pass" for v in verdicts.values()), verdicts
+    junit = ElementTree.parse(tmp_path / "junit.xml").getroot()
+    suite = junit if junit.tag == "testsuite" else junit[0]
+    assert int(suite.get("tests", "0")) > 0 and int(suite.get("failures", "1")) == 0

@@ -46,8 +46,18 @@ class Component:
 
 
 def registry() -> Mapping[str, Component]:
-    """All components, imported lazily so a broken one cannot hide the others."""
-    from conformance.components import kfunc, page_pool, rss, xdp
+    """Every module of this package that defines ``COMPONENT``, by component name.
 
-    return {c.name: c for c in (rss.COMPONENT, kfunc.COMPONENT, xdp.COMPONENT,
-                                page_pool.COMPONENT)}
+    A new driver adds ``conformance/components/<driver>.py`` and is found here; nothing
+    else in the suite lists components.
+    """
+    import importlib
+    import pkgutil
+
+    found: dict[str, Component] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        component = getattr(module, "COMPONENT", None)
+        if isinstance(component, Component):
+            found[component.name] = component
+    return found

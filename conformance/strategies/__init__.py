@@ -4,7 +4,13 @@
 >>> from conformance.strategies import frames
 >>> @given(frames())
 ... def test_my_parser(frame: bytes) -> None: ...
+
+Device configurations and XDP programs come as whole scenarios (``rss_scenarios``,
+``kfunc_scenarios``, ``xdp_scenarios``, ``page_pool_scenarios``) and as op lists
+(``xdp_programs``).
 """
+
+from typing import Any
 
 from conformance.strategies.frames import (
     ethernet_frames,
@@ -14,4 +20,33 @@ from conformance.strategies.frames import (
     rss_keys,
 )
 
-__all__ = ["ethernet_frames", "frames", "ip_frames", "malformed_frames", "rss_keys"]
+__all__ = [
+    "ethernet_frames",
+    "frames",
+    "ip_frames",
+    "kfunc_scenarios",
+    "malformed_frames",
+    "page_pool_scenarios",
+    "rss_keys",
+    "rss_scenarios",
+    "xdp_programs",
+    "xdp_scenarios",
+]
+
+#: Scenario and program strategies live beside their components; these names export them.
+_LAZY = {
+    "rss_scenarios": ("conformance.components.rss", "scenarios"),
+    "kfunc_scenarios": ("conformance.components.kfunc", "scenarios"),
+    "xdp_scenarios": ("conformance.components.xdp", "scenarios"),
+    "xdp_programs": ("conformance.components.xdp", "op_lists"),
+    "page_pool_scenarios": ("conformance.components.page_pool", "scenarios"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(name)
