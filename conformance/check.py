@@ -71,6 +71,7 @@ def check(
     *,
     expected: dict[str, Any] | None = None,
     mask: Iterable[str] = (),
+    context: str = "",
 ) -> Comparison:
     """Run ``scenario`` on the target and compare with the reference.
 
@@ -87,7 +88,8 @@ def check(
                      reports=caps.reports, rules_for=component.rules_in(scenario))
     first = result.first
     if first is not None:
-        raise RuleMismatch(reproducer(session.spec, scenario, result), first.rules, scenario,
+        text = reproducer(session.spec, scenario, result)
+        raise RuleMismatch(f"{context}: {text}" if context else text, first.rules, scenario,
                            expected)
     return result
 

@@ -12,6 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,14 +32,38 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("conformance", help="run the conformance suite against a target")
+    _suite_options(c)
+    c.add_argument("--driver", action="append", default=[], metavar="NAME",
+                   help="check only this driver's or component's properties: "
+                        f"{', '.join(_components())} (repeatable)")
+
+    from conformance.fixtures import cli as fixtures_cli
+
+    fixtures_cli.add_parser(sub, suite_options=_suite_options)
+
+    e = sub.add_parser("explain", help="narrate the reference's decisions for frames in a pcap")
+    e.add_argument("pcap", type=Path, help="a pcap or pcapng file of Ethernet frames")
+    e.add_argument("--driver", default="xdp", metavar="NAME",
+                   help="the driver or component whose path to narrate (default: xdp)")
+    e.add_argument("--config", default="{}", metavar="JSON",
+                   help="the component's config as JSON text, or @FILE")
+    e.add_argument("--program", default=None, metavar="JSON",
+                   help="an XDP op list as JSON text, or @FILE (default: return XDP_PASS)")
+
+    r = sub.add_parser("replay", help="run one scenario (JSON) on a target and compare")
+    r.add_argument("scenario", help="the scenario as JSON text, or @FILE")
+    r.add_argument("--target", default="reference")
+    r.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
+    return p
+
+
+def _suite_options(c: argparse.ArgumentParser) -> None:
+    """Options shared by ``conformance`` and ``fixtures verify``."""
     c.add_argument("--target", default="reference",
                    help="implementation under test: reference (default), "
                         "python:MODULE:OBJECT, exec:COMMAND, fixtures:DIR")
     c.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="per-request timeout for exec targets (default 10)")
-    c.add_argument("--driver", action="append", default=[], metavar="NAME",
-                   help="check only this driver's or component's properties: "
-                        f"{', '.join(_components())} (repeatable)")
     c.add_argument("--rules", action="append", default=[], metavar="GLOB",
                    help="check only rules matching GLOB, e.g. 'RSS-*' (repeatable)")
     c.add_argument("--profile", default="ci", choices=("ci", "dev", "deep"),
@@ -47,16 +72,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="write the per-rule report as JSON")
     c.add_argument("--junitxml", type=Path, metavar="OUT.xml", help="write JUnit XML")
     c.add_argument("--save-failures", type=Path, metavar="DIR",
-                   help="write each failure as a fixture into DIR (replay: --target fixtures:DIR)")
+                   help="write each failure as a fixture into DIR "
+                        "(replay: rx-oracle fixtures verify DIR)")
     c.add_argument("-n", "--numprocesses", default=None, metavar="N",
                    help="run in N processes via pytest-xdist ('auto' for one per core)")
     c.add_argument("-v", "--verbose", action="store_true", help="show each test as it runs")
-
-    r = sub.add_parser("replay", help="run one scenario (JSON) on a target and compare")
-    r.add_argument("scenario", help="the scenario as JSON text, or @FILE")
-    r.add_argument("--target", default="reference")
-    r.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
-    return p
 
 
 def _components() -> list[str]:
@@ -69,6 +89,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return conformance(args)
     if args.command == "replay":
         return replay(args)
+    if args.command == "explain":
+        return explain(args)
+    if args.command == "fixtures":
+        from conformance.fixtures import cli as fixtures_cli
+
+        return fixtures_cli.main(args)
     return EXIT_ERROR  # pragma: no cover - argparse enforces the sub-command
 
 
@@ -79,8 +105,14 @@ def conformance(args: argparse.Namespace) -> int:
               f"known: {', '.join(_components())}", file=sys.stderr)
         return EXIT_ERROR
     paths = [str(PROPERTIES_DIR / f"test_{d}.py") for d in args.driver] or [str(PROPERTIES_DIR)]
+    return run_suite(args, paths)
+
+
+def run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str] = ()) -> int:
+    """Run pytest on ``paths`` with the plugin; print the per-rule table; map exit codes."""
     pytest_args = [
         *paths,
+        *extra,
         "--rootdir", str(PROPERTIES_DIR),
         "-o", "addopts=",
         "-p", "no:cacheprovider",
@@ -227,6 +259,45 @@ def _write_report(
         ],
     }
     path.write_text(json.dumps(report, indent=2) + "\n")
+
+
+def _json_arg(text: str) -> Any:
+    return json.loads(Path(text[1:]).read_text() if text.startswith("@") else text)
+
+
+def explain(args: argparse.Namespace) -> int:
+    """Narrate, rule by rule, what the reference does with each frame of a capture."""
+    import importlib
+
+    from scapy.utils import rdpcap
+
+    from conformance.scenario import Scenario
+    from reference.errors import OracleError
+
+    try:
+        module = importlib.import_module(f"conformance.components.{args.driver}")
+    except ImportError:
+        print(f"rx-oracle: no driver or component {args.driver!r}", file=sys.stderr)
+        return EXIT_ERROR
+    narrate = getattr(module, "explain", None)
+    if narrate is None:
+        print(f"rx-oracle: {args.driver} has no explain yet", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        frames = tuple(bytes(p) for p in rdpcap(str(args.pcap)))
+        config = _json_arg(args.config)
+        program = _json_arg(args.program) if args.program else None
+    except (OSError, ValueError) as exc:
+        print(f"rx-oracle: cannot read the input: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    scenario = Scenario(component=args.driver, config=config, frames=frames,
+                        program=tuple(program) if program is not None else None)
+    try:
+        print(narrate(scenario))
+    except (OracleError, KeyError, ValueError) as exc:
+        print(f"rx-oracle: the reference refused this input: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
 
 
 def replay(args: argparse.Namespace) -> int:

@@ -17,9 +17,9 @@ import attrs
 import pytest
 
 from conformance.check import RuleMismatch, TargetSession
+from conformance.fixtures.record import FIXTURE_FORMAT, FIXTURE_VERSION, scenario_key
 from conformance.scenario import to_jsonable
 from conformance.targets.base import TargetError, load_target
-from conformance.targets.fixtures import FIXTURE_FORMAT, FIXTURE_VERSION, scenario_key
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 
@@ -159,6 +159,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="TARGET",
         help="implementation under test: reference (default), python:MODULE:OBJECT, "
         "exec:COMMAND or fixtures:DIR",
+    )
+    group.addoption(
+        "--rx-fixtures",
+        default=None,
+        metavar="DIR",
+        help="the fixture set conformance/fixtures/replay.py replays (fixtures verify)",
     )
     group.addoption(
         "--rx-save-failures",

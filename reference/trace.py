@@ -30,7 +30,9 @@ class TraceEvent:
 def _fmt(value: object) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and value > 9:
         return f"{value} ({value:#x})"
-    return repr(value) if isinstance(value, (bytes, str)) else str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex()
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 @attrs.define

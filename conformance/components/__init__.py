@@ -25,24 +25,35 @@ class Component:
     expected: Callable[[Scenario], dict[str, Any]]
     #: (pattern over observable paths, rule ids) in priority order; first match wins.
     field_rules: tuple[tuple[str, tuple[str, ...]], ...]
-    #: Optional finer attribution: the rules the reference applied to produce the
-    #: field at ``path`` in this scenario (for example from its trace); an empty
-    #: answer falls back to ``field_rules``.
-    attribute: Callable[[Scenario, str], tuple[str, ...]] | None = None
+    #: Optional finer attribution.  Called once per scenario (it may run the reference
+    #: with a trace), it returns a function from an observable path to the rules the
+    #: reference applied to produce that field; an empty answer falls back to
+    #: ``field_rules``.
+    attribute: Callable[[Scenario], Callable[[str], tuple[str, ...]]] | None = None
+    #: The rule ids the reference applies while answering a scenario (from its trace):
+    #: what a golden fixture of this scenario exercises.
+    applied: Callable[[Scenario], set[str]] | None = None
 
-    def rules_for(self, path: str, scenario: Scenario | None = None) -> tuple[str, ...]:
-        if scenario is not None and self.attribute is not None:
-            rules = self.attribute(scenario, path)
-            if rules:
-                return rules
+    def rules_for(self, path: str) -> tuple[str, ...]:
+        """The rules ``field_rules`` gives a path, whatever the scenario."""
         for pattern, rules in self.field_rules:
             if matches(path, (pattern,)):
                 return rules
         return ()
 
     def rules_in(self, scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
-        """``rules_for`` bound to one scenario, as the comparison wants it."""
-        return lambda path: self.rules_for(path, scenario)
+        """Path -> rules for one scenario, as the comparison wants it."""
+        attribute = self.attribute
+        if attribute is None:
+            return self.rules_for
+        finer: list[Callable[[str], tuple[str, ...]]] = []
+
+        def rules(path: str) -> tuple[str, ...]:
+            if not finer:  # run the reference's trace only once a field needs it
+                finer.append(attribute(scenario))
+            return finer[0](path) or self.rules_for(path)
+
+        return rules
 
 
 def registry() -> Mapping[str, Component]:

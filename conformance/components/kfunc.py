@@ -23,7 +23,7 @@ observables: ``events[i]`` = ``{"rc": int}``, plus for ``call`` the outputs the 
 from __future__ import annotations
 
 import errno
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hypothesis import strategies as st
@@ -123,25 +123,35 @@ _SUCCESS_RULES = {
 }
 
 
-def attribute(scenario: Scenario, path: str) -> tuple[str, ...]:
+def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     """The rule the reference applied to event ``i``: its refusal, or the dispatch taken."""
-    index, _, _field = path.removeprefix("events[").partition("]")
-    if not index.isdigit() or int(index) >= len(scenario.events):
-        return ()
     traces: list[Trace] = []
     observed = _run(scenario, traces)
-    i = int(index)
-    rules = traces[i].rules() if i < len(traces) else []
-    op = scenario.events[i]["op"]
-    if observed["events"][i]["rc"] != 0 or op == "call":
-        return tuple(rules[-1:])
-    return _SUCCESS_RULES.get(op, ())
+
+    def rules(path: str) -> tuple[str, ...]:
+        index, _, _field = path.removeprefix("events[").partition("]")
+        if not index.isdigit() or int(index) >= len(traces):
+            return ()
+        i = int(index)
+        op = scenario.events[i]["op"]
+        if observed["events"][i]["rc"] != 0 or op == "call":
+            return tuple(traces[i].rules()[-1:])
+        return _SUCCESS_RULES.get(op, ())
+
+    return rules
+
+
+def applied(scenario: Scenario) -> set[str]:
+    traces: list[Trace] = []
+    _run(scenario, traces)
+    return {rule for trace in traces for rule in trace.rules()}
 
 
 COMPONENT = Component(
     name="kfunc",
     expected=expected,
     attribute=attribute,
+    applied=applied,
     field_rules=(
         ("events[*].rss_type", ("KFUNC-CALL-001",)),
         ("events[*].hash", ("KFUNC-CALL-001",)),

@@ -24,6 +24,7 @@ observables: ``events[i]``: alloc → ``{"rc": 0, "page": K}`` where K numbers p
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
@@ -125,31 +126,41 @@ _STAT_RULES = {
 }
 
 
-def attribute(scenario: Scenario, path: str) -> tuple[str, ...]:
+def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     """Stats map to the rule that counts them; an event's fields to the rules it applied."""
-    if path.startswith("stats."):
-        return _STAT_RULES.get(path.removeprefix("stats."), ("PP-STATS-001",))
-    if path.startswith("events["):
-        index = int(path.removeprefix("events[").partition("]")[0])
-        traces: list[Trace] = []
-        _run(scenario, traces)
-        if index < len(traces):
-            rules = [r for r in traces[index].rules() if r.startswith("PP-")]
-            return tuple(rules[-1:])
-    return ()
+    traces: list[Trace] = []
+    _run(scenario, traces)
+
+    def rules(path: str) -> tuple[str, ...]:
+        if path.startswith("stats."):
+            return _STAT_RULES.get(path.removeprefix("stats."), ("PP-STATS-001",))
+        if path.startswith("events["):
+            index = int(path.removeprefix("events[").partition("]")[0])
+            if index < len(traces):
+                return tuple([r for r in traces[index].rules() if r.startswith("PP-")][-1:])
+        return ()
+
+    return rules
+
+
+def applied(scenario: Scenario) -> set[str]:
+    traces: list[Trace] = []
+    _run(scenario, traces)
+    return {rule for trace in traces for rule in trace.rules()}
 
 
 COMPONENT = Component(
     name="page_pool",
     expected=expected,
     attribute=attribute,
+    applied=applied,
     field_rules=(
         ("events[*].page", ("PP-ALLOC-001", "PP-ALLOC-004")),
-        ("events[*].synced", ("PP-DMA-002",)),
+        ("events[*].synced", ("PP-DMA-001",)),
         ("events[*].rc", ("PP-ALLOC-004",)),
         ("stats.*", ("PP-STATS-001",)),
-        ("inflight", ("PP-DESTROY-001",)),
-        ("pages.*", ("PP-LEDGER-002",)),
+        ("inflight", ("PP-DESTROY-004",)),
+        ("pages.*", ("PP-LEDGER-001", "PP-LEDGER-002")),
     ),
 )
 

@@ -11,8 +11,10 @@ observables: ``packets[i]`` = ``{"hash": int | null, "hash_type": int, "queue": 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import attrs
 from hypothesis import strategies as st
 
 from conformance.components import Component
@@ -20,6 +22,7 @@ from conformance.scenario import Scenario
 from conformance.strategies import ip_frames, rss_keys
 from conformance.strategies.frames import ethernet_frames
 from reference import packet, rss
+from reference.trace import Trace, emit
 
 
 def config_of(scenario: Scenario) -> rss.RssConfig:
@@ -34,15 +37,19 @@ def config_of(scenario: Scenario) -> rss.RssConfig:
     )
 
 
-def expected(scenario: Scenario) -> dict[str, Any]:
+def expected(scenario: Scenario, trace: Trace | None = None) -> dict[str, Any]:
     """RSS-IN-001..004, RSS-TOEP-001, RSS-TYPE-001, RSS-RETA-004/005 per frame."""
     config = config_of(scenario)
     packets = []
     for frame in scenario.frames:
         info = packet.parse(frame)
-        result = rss.rss_hash(info, config)
-        # RSS-RETA-005: an unhashed packet takes indirection entry 0.
-        queue = config.indir[0] if result is None else rss.queue_for(result.hash, config.indir)
+        result = rss.rss_hash(info, config, trace)
+        if result is not None:
+            emit(trace, "RSS-TYPE-001", "hash type", hash_type=rss.xdp_rss_hash_type(result))
+            queue = rss.queue_for(result.hash, config.indir, trace)
+        else:
+            emit(trace, "RSS-RETA-005", "unhashed packet takes indirection entry 0")
+            queue = config.indir[0]
         packets.append({
             "hash": None if result is None else result.hash,
             "hash_type": int(rss.xdp_rss_hash_type(result)),
@@ -51,13 +58,21 @@ def expected(scenario: Scenario) -> dict[str, Any]:
     return {"packets": packets}
 
 
-def attribute(scenario: Scenario, path: str) -> tuple[str, ...]:
-    """Which rule produced ``packets[i].<field>`` for this particular frame."""
-    index, _, field = path.removeprefix("packets[").partition("].")
-    if not index.isdigit() or int(index) >= len(scenario.frames):
-        return ()
-    info = packet.parse(scenario.frames[int(index)])
+def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
+    """Which rule produced ``packets[i].<field>`` for each frame of this scenario."""
     config = config_of(scenario)
+    infos = [packet.parse(frame) for frame in scenario.frames]
+
+    def rules(path: str) -> tuple[str, ...]:
+        index, _, field = path.removeprefix("packets[").partition("].")
+        if not index.isdigit() or int(index) >= len(infos):
+            return ()
+        return _rules_for_field(infos[int(index)], config, field)
+
+    return rules
+
+
+def _rules_for_field(info: packet.PacketInfo, config: rss.RssConfig, field: str) -> tuple[str, ...]:
     flow_type = rss.flow_type_of(info)
     hashed = flow_type is not None and bool(config.fields_for(flow_type))
     if field == "hash":
@@ -73,10 +88,30 @@ def attribute(scenario: Scenario, path: str) -> tuple[str, ...]:
     return ()
 
 
+def explain(scenario: Scenario) -> str:
+    """Each frame's path through RSS, one rule-tagged line per decision."""
+    lines = []
+    for i, frame in enumerate(scenario.frames):
+        trace = Trace()
+        one = attrs.evolve(scenario, frames=(frame,))
+        observed = expected(one, trace)["packets"][0]
+        lines.append(f"packet {i}: {len(frame)} bytes -> hash {observed['hash']}, "
+                     f"hash_type {observed['hash_type']:#x}, queue {observed['queue']}")
+        lines += ["  " + event.render() for event in trace]
+    return "\n".join(lines)
+
+
+def applied(scenario: Scenario) -> set[str]:
+    trace = Trace()
+    expected(scenario, trace)
+    return set(trace.rules())
+
+
 COMPONENT = Component(
     name="rss",
     expected=expected,
     attribute=attribute,
+    applied=applied,
     field_rules=(
         ("packets[*].hash", ("RSS-IN-002", "RSS-TOEP-001")),
         ("packets[*].hash_type", ("RSS-TYPE-001",)),

@@ -17,7 +17,7 @@ observables: ``packets[i]`` = ``{"ops": [record, ...], "action": int, "verdict":
 from __future__ import annotations
 
 import errno
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hypothesis import strategies as st
@@ -122,29 +122,60 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("packets[*].frags*", ("XDP-ADJ-009",)),
     ("packets[*].released", ("XDP-ADJ-009",)),
     ("packets[*].data", ("XDP-ADJ-002", "XDP-ADJ-006")),
+    ("packets[*].ops*", ("XDP-PROG-001",)),
 )
 
 
-def attribute(scenario: Scenario, path: str) -> tuple[str, ...]:
+def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     """For an op's record, the rules the reference applied while that op ran; for the
     verdict, the branch of the driver's switch that decided it."""
-    head, sep, tail = path.partition("].ops[")
-    if path.endswith(("].verdict", "].warned")) and path.startswith("packets["):
-        index = int(path.removeprefix("packets[").partition("]")[0])
+    runs: list[tuple[list[str], prog.ProgramRun]] = []
+    for index in range(len(scenario.frames)):
         trace = Trace()
-        _run_packet(scenario, index, trace)
-        act_rules = [r for r in trace.rules() if r.startswith("XDP-ACT-")]
-        return tuple(act_rules[-1:])
-    if not sep or not head.startswith("packets["):
-        return ()
-    index, op_index = int(head.removeprefix("packets[")), int(tail.partition("]")[0])
-    _, run = _run_packet(scenario, index, Trace())
-    rules = run.op_rules[op_index] if op_index < len(run.op_rules) else ()
-    return tuple(dict.fromkeys(r for r in rules if r != "XDP-ADJ-001"))[-1:] or rules[-1:]
+        _, run = _run_packet(scenario, index, trace)
+        runs.append((trace.rules(), run))
+
+    def rules(path: str) -> tuple[str, ...]:
+        if not path.startswith("packets["):
+            return ()
+        index = int(path.removeprefix("packets[").partition("]")[0])
+        if index >= len(runs):
+            return ()
+        applied_rules, run = runs[index]
+        if path.endswith(("].verdict", "].warned")):
+            return tuple([r for r in applied_rules if r.startswith("XDP-ACT-")][-1:])
+        _, sep, tail = path.partition("].ops[")
+        if not sep:
+            return ()
+        op_index = int(tail.partition("]")[0])
+        op_rules = run.op_rules[op_index] if op_index < len(run.op_rules) else ()
+        decisive = [r for r in op_rules if r != "XDP-ADJ-001"]
+        return tuple(decisive[-1:]) or tuple(op_rules[-1:])
+
+    return rules
+
+
+def explain(scenario: Scenario) -> str:
+    """Each packet's trip through the program and the driver's verdict, rule by rule."""
+    lines = []
+    for i in range(len(scenario.frames)):
+        trace = Trace()
+        observed, _ = _run_packet(scenario, i, trace)
+        lines.append(f"packet {i}: {len(scenario.frames[i])} bytes -> {observed['verdict']} "
+                     f"(action {observed['action']}), {observed['len']} bytes after the program")
+        lines += ["  " + event.render() for event in trace]
+    return "\n".join(lines)
+
+
+def applied(scenario: Scenario) -> set[str]:
+    trace = Trace()
+    for i in range(len(scenario.frames)):
+        _run_packet(scenario, i, trace)
+    return set(trace.rules())
 
 
 COMPONENT = Component(name="xdp", expected=expected, field_rules=_FIELD_RULES,
-                      attribute=attribute)
+                      attribute=attribute, applied=applied)
 
 
 # --- strategies ---------------------------------------------------------------------------
@@ -197,6 +228,12 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     per_packet = {}
     if len(frames) > 1 and draw(st.booleans()):
         per_packet[draw(st.integers(0, len(frames) - 1))] = tuple(draw(op_lists()))
+    in_frags = len(frames[0]) - config.get("linear_max", len(frames[0]))
+    if in_frags > 0 and draw(st.booleans()):
+        # Shrink by exactly the frag bytes (or one more): the last frag goes away.
+        delta = -(in_frags + draw(st.sampled_from([0, 1, 2])))
+        per_packet[0] = ({"op": "adjust_tail", "delta": delta}, {"op": "get_buff_len"},
+                         *draw(op_lists()))
     return Scenario(component="xdp", config=config, frames=tuple(frames),
                     program=tuple(draw(op_lists())), per_packet_programs=per_packet,
                     rules=("XDP-ADJ-002", "XDP-ADJ-005", "XDP-ADJ-006", "XDP-FRAME-002",

@@ -16,7 +16,7 @@ COMPONENT = page_pool.COMPONENT
 @pytest.mark.rule("PP-ALLOC-001", "PP-ALLOC-002", "PP-ALLOC-003", "PP-ALLOC-004",
                   "PP-NUMA-001", "PP-NUMA-003", "PP-RECYCLE-002", "PP-RECYCLE-003",
                   "PP-RECYCLE-004", "PP-RECYCLE-005", "PP-RECYCLE-006", "PP-DMA-001",
-                  "PP-DMA-002", "PP-STATS-001", "PP-DESTROY-004", "PP-LEDGER-001",
+                  "PP-STATS-001", "PP-DESTROY-004", "PP-LEDGER-001",
                   "PP-LEDGER-002")
 @given(scenario=page_pool.scenarios())
 def test_page_pool_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:

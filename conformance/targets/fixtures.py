@@ -8,22 +8,12 @@ scenario, so the suite can compare a recording against today's reference.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
-from conformance.scenario import Scenario, ScenarioError
+from conformance.fixtures.record import FixtureError, load_line, scenario_key
+from conformance.scenario import Scenario
 from conformance.targets.base import Capabilities, TargetError
-
-FIXTURE_FORMAT = "rx-oracle-fixture"
-FIXTURE_VERSION = 1
-
-
-def scenario_key(scenario: Scenario) -> str:
-    """A stable digest of a scenario's canonical JSON (sorted keys, no spaces)."""
-    text = json.dumps(scenario.to_json(), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class FixturesTarget:
@@ -62,18 +52,7 @@ class FixturesTarget:
 def load_fixture_line(line: str, where: str) -> tuple[Scenario, dict[str, Any]]:
     """Decode one fixture line, naming the file and line in any error."""
     try:
-        doc = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise TargetError(f"{where}: not JSON: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("format") != FIXTURE_FORMAT:
-        raise TargetError(f"{where}: not an {FIXTURE_FORMAT} record")
-    if doc.get("version") != FIXTURE_VERSION:
-        raise TargetError(f"{where}: fixture version {doc.get('version')!r} is not supported")
-    try:
-        scenario = Scenario.from_json(doc.get("scenario") or {})
-    except ScenarioError as exc:
-        raise TargetError(f"{where}: {exc}") from None
-    observables = doc.get("observables")
-    if not isinstance(observables, dict):
-        raise TargetError(f"{where}: observables must be an object")
+        _, scenario, observables = load_line(line, where)
+    except FixtureError as exc:
+        raise TargetError(str(exc)) from None
     return scenario, observables

@@ -443,6 +443,9 @@ class PagePool:
     ) -> PutOutcome:
         if not allow_direct:
             allow_direct = self._napi_local(ctx)
+            if allow_direct:
+                emit(trace, "PP-RECYCLE-002", "caller is the pool's NAPI context: direct",
+                     cpu=ctx.cpu)
         r = self._put_core(page, dma_sync_size, allow_direct)
         if r == _PUT_DONE_CACHED:
             emit(trace, "PP-RECYCLE-004", "direct put into the alloc cache", pfn=page.pfn,
