@@ -1,0 +1,22 @@
+"""mlx5 properties (step 1): the CQEs the RX handlers see, the work done per poll and the
+compression counters agree with the reference for the same frames and configuration."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+
+from conformance.check import TargetSession, check
+from conformance.components import mlx5
+from conformance.scenario import Scenario
+
+COMPONENT = mlx5.COMPONENT
+
+
+@pytest.mark.rule("MLX5-DEV-002", "MLX5-DEV-003", "MLX5-DEV-004", "MLX5-DEV-005", "MLX5-DEV-006",
+                  "MLX5-DEV-008", "MLX5-DEV-009", "MLX5-DEV-010", "MLX5-DEV-011",
+                  "MLX5-DEV-013", "MLX5-COMP-001", "MLX5-COMP-005", "MLX5-CQ-003",
+                  "MLX5-CQ-004", "MLX5-CQ-005", "MLX5-CQ-006", "MLX5-CQ-007", "MLX5-CQ-010")
+@given(scenario=mlx5.scenarios())
+def test_mlx5_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
+    check(rx_target, scenario, COMPONENT)
