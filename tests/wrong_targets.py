@@ -169,6 +169,72 @@ class PagePoolLeaksRingPuts(_Wrong):
         return observed
 
 
+class FecRecyclesXdpTxOnEnqueue(_Wrong):
+    """Recycles the XDP_TX page when it is queued instead of at TX completion
+    (breaks FEC-XDP-005): the packet's page is reported recycled, not in the TX ring."""
+
+    BREAKS = ("FEC-XDP-005",)
+
+    def corrupt(self, scenario: Scenario, observed: dict[str, Any]) -> dict[str, Any]:
+        if scenario.component == "fec":
+            for p in observed["packets"]:
+                if p["page"] == "tx_ring":
+                    p["page"] = "recycled"
+                    return observed  # the first such packet suffices
+        return observed
+
+
+class FecDropSyncsPostLength(_Wrong):
+    """Syncs only the length after the program when recycling from the drop path
+    (breaks FEC-XDP-002)."""
+
+    BREAKS = ("FEC-XDP-002",)
+
+    def corrupt(self, scenario: Scenario, observed: dict[str, Any]) -> dict[str, Any]:
+        if scenario.component != "fec":
+            return observed
+        from conformance.components.fec import config_of
+
+        sub_len = config_of(scenario).sub_len
+        for p in observed["packets"]:
+            if p["recycle"] is None:
+                continue
+            ops = scenario.program_for(p["frame"]) if p["frame"] is not None else None
+            length = p["datlen"] - sub_len
+            for op, record in zip([o for o in ops or () if o["op"] != "return"], p["ops"],
+                                  strict=False):
+                if record["rc"] == 0 and op["op"] == "adjust_head":
+                    length -= int(op["delta"])
+                elif record["rc"] == 0 and op["op"] == "adjust_tail":
+                    length += int(op["delta"])
+            p["recycle"]["sync"] = length
+        return observed
+
+
+class FecRxBytesAfterXdp(_Wrong):
+    """Counts rx_bytes after the XDP program: the frame length the program left (no FCS,
+    no pad) and only for packets it passed (breaks FEC-RX-005)."""
+
+    BREAKS = ("FEC-RX-005",)
+
+    def corrupt(self, scenario: Scenario, observed: dict[str, Any]) -> dict[str, Any]:
+        if scenario.component != "fec":
+            return observed
+        from conformance.components.fec import config_of
+
+        sub_len = config_of(scenario).sub_len
+        total = 0
+        for p in observed["packets"]:
+            if p["outcome"] != "ok":
+                continue
+            if p["verdict"] is None:
+                total += p["datlen"]
+            elif p["verdict"] == "XDP_PASS":
+                total += p["datlen"] - sub_len
+        observed["counters"]["rx_bytes"] = total
+        return observed
+
+
 ALL = (
     RssTypeWithoutL4,
     RssFragmentsWithPorts,
@@ -178,4 +244,7 @@ ALL = (
     XdpInvalidActionPasses,
     XdpMetaUnaligned,
     PagePoolLeaksRingPuts,
+    FecRecyclesXdpTxOnEnqueue,
+    FecDropSyncsPostLength,
+    FecRxBytesAfterXdp,
 )

@@ -1,0 +1,342 @@
+"""The ``fec`` component: frames through the FEC MAC model and the fec driver's RX ring,
+XDP verdicts, XDP transmit and TX completion, with page_pool pages accounted throughout.
+
+config:  ``byte_order`` ("little" i.MX / "big" ColdFire), ``bufdesc_ex``, ``racc``
+         (SHIFT16), ``rx_csum`` (NETIF_F_RXCSUM), ``vlan_rx`` (NETIF_F_HW_VLAN_CTAG_RX),
+         ``rx_ring_size``, ``tx_ring_size``, ``xdp_tx_frame`` (pre-2023 XDP_TX),
+         ``redirect_ok``, ``budget`` (NAPI budget, default 64), ``page_alloc_bulk`` (most
+         pages one bulk allocation returns; 1 keeps the pool cache empty), ``faults`` (frame index
+         as a decimal string -> list of "crc", "overrun", "non_octet", "no_last", "split").
+         An XDP program is installed when ``program`` or ``per_packet_programs`` is given.
+events:  optional; default: ``rx`` (every frame), ``napi``, ``tx_done``, ``napi``,
+         ``stack_free``.  Ops: ``{"op": "rx", "frames": [i, ...]}`` (default: the frames
+         not yet received), ``{"op": "napi", "budget": n}``, ``{"op": "tx_done", "count":
+         n|null, "status": bits}``, ``{"op": "xdp_xmit", "frames": [i, ...]}``
+         (ndo_xdp_xmit of those frames from another device), ``{"op": "fail_allocs",
+         "count": n}``, ``{"op": "stack_free"}``, ``{"op": "restart"}``, ``{"op": "close"}``.
+observables: ``packets`` (one per RX descriptor the driver consumed), ``tx_completions``,
+         ``wire`` (frames the MAC sent), ``xdp_xmit`` (frames each ndo call queued),
+         ``counters`` (ndev->stats), ``ethtool`` (XDP and page_pool strings),
+         ``page_pool``, ``conservation``, ``ops``, ``rx_ring`` (the ring bytes at the end).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from hypothesis import strategies as st
+
+from conformance.components import Component
+from conformance.components.xdp import op_lists
+from conformance.scenario import Scenario
+from conformance.strategies.frames import ethernet_frames
+from reference import page_pool as pp
+from reference.errors import InvalidConfig
+from reference.fec import device, rx, tx
+from reference.fec.bufdesc import rx_sc_names
+from reference.fec.counters import ethtool_xdp_and_pp
+from reference.fec.state import FecConfig, Fep, TxBufType
+from reference.page_pool.stats import PagePoolStats
+from reference.trace import Trace
+from reference.xdp.buff import XdpBuff, xdp_init_buff, xdp_prepare_buff
+from reference.xdp.frame import xdp_convert_buff_to_frame
+from reference.xdp.mem import MemType
+from reference.xdp.rxq import NetDev, XdpRxqInfo
+
+DEFAULT_EVENTS: tuple[Mapping[str, Any], ...] = (
+    {"op": "rx"}, {"op": "napi"}, {"op": "tx_done"}, {"op": "napi"}, {"op": "stack_free"},
+)
+_DRIVER_KEYS = {"budget", "faults", "page_alloc_bulk"}
+
+
+def config_of(scenario: Scenario) -> FecConfig:
+    cfg = {k: v for k, v in scenario.config.items() if k not in _DRIVER_KEYS}
+    cfg["xdp"] = scenario.program is not None or bool(scenario.per_packet_programs)
+    return FecConfig.from_dict(cfg)
+
+
+def _skb_obs(skb: rx.Skb | None) -> dict[str, Any] | None:
+    if skb is None:
+        return None
+    return {"len": skb.len, "data": skb.data.hex(), "protocol": skb.protocol,
+            "ip_summed": skb.ip_summed, "csum": skb.csum,
+            "vlan": None if skb.vlan is None else {"proto": skb.vlan[0], "tci": skb.vlan[1]},
+            "queue": skb.queue}
+
+
+def _packet_obs(rec: rx.RxRecord, frame: int | None) -> dict[str, Any]:
+    x = rec.xdp
+    page = {"error": "kept", "refill_failed": "kept"}.get(rec.outcome, rec.outcome)
+    out: dict[str, Any] = {
+        "slot": rec.slot, "frame": frame, "sc": rec.sc, "datlen": rec.datlen,
+        "outcome": "error" if rec.outcome == "error" else
+        "refill_failed" if rec.outcome == "refill_failed" else "ok",
+        "verdict": None if x is None else x.verdict,
+        "ops": [] if x is None else list(x.run.records),
+        "page": page,
+        "recycle": None, "tx": None, "exception": False if x is None else x.exception,
+        "skb": _skb_obs(rec.skb), "rearm_sc": rec.rearm_sc,
+    }
+    if x is not None and x.recycle is not None:
+        out["recycle"] = {"sync": x.recycle[0], "direct": x.recycle[1],
+                          "outcome": x.recycle[2]}
+    if x is not None and isinstance(x.tx, tuple):
+        out["tx"] = {"queue": x.tx[0], "slot": x.tx[1], "len": x.tx[2], "sync": x.tx[3]}
+    elif x is not None and isinstance(x.tx, int):
+        out["tx"] = {"err": x.tx}
+    return out
+
+
+def _ndo_frames(fep: Fep, frames: list[bytes]) -> list[Any]:
+    """xdp_frames another device redirected to us: order-0 pages of its own."""
+    out = []
+    for data in frames:
+        pfn = max((p for p in fep.bus.pages if p >= 0x80000), default=0x7FFFF) + 1
+        page = fep.bus.foreign(pfn)
+        rxq = XdpRxqInfo(dev=NetDev(ifindex=3, name="peer0"))
+        rxq.mem.type = MemType.MEM_TYPE_PAGE_ORDER0
+        xdp = XdpBuff()
+        xdp_init_buff(xdp, 4096, rxq)
+        length = min(len(data), 4096 - 256 - 320)
+        xdp_prepare_buff(xdp, page, 0, 256, length, True)
+        page.data[256 : 256 + length] = data[:length]
+        frame = xdp_convert_buff_to_frame(xdp)
+        assert frame is not None
+        out.append(frame)
+    return out
+
+
+def run(scenario: Scenario, trace: Trace | None = None) -> dict[str, Any]:
+    cfg = config_of(scenario)
+    budget_default = int(scenario.config.get("budget", 64))
+    faults = {int(k): frozenset(v) for k, v in dict(scenario.config.get("faults", {})).items()}
+    allocator = pp.PageAllocator(pp.ARM64_4K)
+    if "page_alloc_bulk" in scenario.config:
+        allocator.bulk_limit = int(scenario.config["page_alloc_bulk"])
+    fep = rx.fec_enet_open(cfg, allocator=allocator, trace=trace)
+    slot_frame: dict[int, int] = {}
+
+    def program_for(slot: int) -> Any:
+        i = slot_frame.get(slot)
+        ops = scenario.program_for(i) if i is not None else scenario.program
+        return ops if ops is not None else ()
+
+    packets: list[dict[str, Any]] = []
+    completions: list[dict[str, Any]] = []
+    wire: list[str] = []
+    xmit: list[int] = []
+    received = 0
+    for ev in scenario.events or DEFAULT_EVENTS:
+        op = ev["op"]
+        if op == "rx":
+            which = ev.get("frames")
+            indices = list(range(received, len(scenario.frames))) if which is None else which
+            for i in indices:
+                w = device.receive(fep, scenario.frames[int(i)], faults.get(int(i), frozenset()),
+                                   trace=trace)
+                for s in w.slots:
+                    slot_frame[s] = int(i)
+            received = max([received, *[int(i) + 1 for i in indices]])
+        elif op == "napi":
+            recs, done = rx.napi_poll(fep, int(ev.get("budget", budget_default)), program_for,
+                                      trace)
+            packets += [_packet_obs(r, slot_frame.pop(r.slot, None)) for r in recs]
+            completions += [_completion(c) for c in done]
+        elif op == "tx_done":
+            count = ev.get("count")
+            for q in range(len(fep.txqs)):
+                wire += [f.hex() for f in device.transmit(
+                    fep, q, None if count is None else int(count), int(ev.get("status", 0)),
+                    trace)]
+        elif op == "xdp_xmit":
+            frames = _ndo_frames(fep, [scenario.frames[int(i)] for i in ev["frames"]])
+            xmit.append(tx.xdp_xmit(fep, frames, trace))
+        elif op == "fail_allocs":
+            fep.allocator.fail(int(ev.get("count", 1)))
+        elif op == "stack_free":
+            rx.stack_free(fep, trace)
+        elif op == "restart":
+            completions += [_completion(c) for c in rx.fec_restart(fep, trace)]
+        elif op == "close":
+            completions += [_completion(c) for c in rx.fec_enet_close(fep, trace)]
+            break
+        else:
+            raise InvalidConfig("unknown fec event", field="events.op", value=op,
+                                rule="FEC-RX-001")
+    pool = fep.rxq.pool
+    stats = PagePoolStats()
+    pool.get_stats(stats)
+    return {
+        "packets": packets,
+        "tx_completions": completions,
+        "wire": wire,
+        "xdp_xmit": xmit,
+        "counters": fep.stats.as_dict(),
+        "ethtool": ethtool_xdp_and_pp([fep.rxq.stats], stats),
+        "page_pool": {"state": pool.state.value, "inflight": pool.inflight(),
+                      "dma_dir": pool.dma_dir, "max_len": pool.max_len,
+                      "offset": pool.offset, "pool_size": pool.pool_size},
+        "conservation": rx.conservation(fep),
+        "ops": {"xdp_frame_conversions": fep.ops.xdp_frame_conversions,
+                "dma_syncs_for_cpu": len(fep.syncs.for_cpu),
+                "dma_syncs_for_device": len(fep.syncs.for_device)},
+        "rx_ring": bytes(fep.rxq.ring.mem).hex(),
+    }
+
+
+def _completion(c: tx.TxCompletion) -> dict[str, Any]:
+    return {"queue": c.queue, "slot": c.slot, "type": TxBufType(c.type).name,
+            "bytes": c.bytes, "error": c.error, "fate": c.fate}
+
+
+def expected(scenario: Scenario) -> dict[str, Any]:
+    return run(scenario)
+
+
+_PAGE_RULES = {"tx_ring": ("FEC-XDP-005",), "recycled": ("FEC-XDP-003",),
+               "skb": ("FEC-RX-008",), "kept": ("FEC-RX-006",),
+               "redirected": ("FEC-XDP-006",)}
+
+_FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("packets[*].slot", ("FEC-RX-002",)),
+    ("packets[*].frame", ("FEC-DEV-001",)),
+    ("packets[*].sc", ("FEC-DEV-005",)),
+    ("packets[*].datlen", ("FEC-DEV-002",)),
+    ("packets[*].outcome", ("FEC-RX-004",)),
+    ("packets[*].verdict", ("FEC-XDP-001",)),
+    ("packets[*].ops*", ("FEC-XDP-001",)),
+    ("packets[*].recycle.sync", ("FEC-XDP-002",)),
+    ("packets[*].recycle.*", ("FEC-XDP-003",)),
+    ("packets[*].tx*", ("FEC-XDP-005",)),
+    ("packets[*].exception", ("FEC-XDP-004",)),
+    ("packets[*].skb.vlan*", ("FEC-RX-009",)),
+    ("packets[*].skb.ip_summed", ("FEC-RX-011",)),
+    ("packets[*].skb.protocol", ("FEC-RX-010",)),
+    ("packets[*].skb*", ("FEC-RX-008",)),
+    ("packets[*].rearm_sc", ("FEC-RX-003",)),
+    ("tx_completions[*].fate", ("FEC-TX-005",)),
+    ("tx_completions*", ("FEC-TX-005",)),
+    ("wire*", ("FEC-TX-003",)),
+    ("xdp_xmit*", ("FEC-TX-004",)),
+    ("counters.rx_bytes", ("FEC-RX-005",)),
+    ("counters.rx_packets", ("FEC-RX-005",)),
+    ("counters.rx_dropped", ("FEC-RX-006",)),
+    ("counters.rx_*", ("FEC-RX-004",)),
+    ("counters.*", ("FEC-STATS-002",)),
+    ("ethtool.rx_pp_*", ("FEC-STATS-004",)),
+    ("ethtool.*", ("FEC-STATS-003",)),
+    ("page_pool.*", ("FEC-RX-014",)),
+    ("conservation.*", ("FEC-RX-015",)),
+    ("ops.*", ("FEC-XDP-008",)),
+    ("rx_ring", ("FEC-RX-003",)),
+)
+
+
+def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
+    """A packet's ``page`` field is governed by the rule of the fate the reference gave
+    it (XDP_TX, drop path, skb, refill failure)."""
+    packets = run(scenario)["packets"]
+
+    def rules(path: str) -> tuple[str, ...]:
+        if path.startswith("packets[") and path.endswith("].page"):
+            index = int(path.removeprefix("packets[").partition("]")[0])
+            if index < len(packets):
+                return _PAGE_RULES.get(str(packets[index]["page"]), ())
+        return ()
+
+    return rules
+
+
+def applied(scenario: Scenario) -> set[str]:
+    """The rule ids the reference applied to this scenario (its trace)."""
+    trace = Trace()
+    run(scenario, trace)
+    return set(trace.rules())
+
+
+COMPONENT = Component(name="fec", expected=expected, field_rules=_FIELD_RULES,
+                      attribute=attribute, applied=applied)
+
+
+def explain(scenario: Scenario) -> str:
+    """Narrate each packet's path through the MAC model and the driver, by rule id."""
+    frames = scenario.frames
+    trace = Trace()
+    obs = run(scenario, trace)
+    lines = [f"fec: {len(frames)} frame(s), config {config_of(scenario)}"]
+    lines += ["  " + e.render() for e in trace if not e.rule.startswith("PP-")]
+    for p in obs["packets"]:
+        lines.append(f"packet slot {p['slot']} (frame {p['frame']}): sc={rx_sc_names(p['sc'])} "
+                     f"datlen={p['datlen']} -> {p['outcome']}, verdict {p['verdict']}, "
+                     f"page {p['page']}")
+    lines.append(f"counters: rx_packets={obs['counters']['rx_packets']} "
+                 f"rx_bytes={obs['counters']['rx_bytes']}; conservation {obs['conservation']}")
+    return "\n".join(lines)
+
+
+# --- strategies ---------------------------------------------------------------------------
+
+_FAULTS = st.sampled_from([["crc"], ["overrun"], ["non_octet"], ["no_last"], ["split"]])
+
+
+@st.composite
+def giant_frames(draw: st.DrawFn) -> bytes:
+    """Frames longer than PKT_MAXBUF_SIZE with their FCS (truncated by the MAC)."""
+    base = draw(ethernet_frames())
+    return base + bytes(draw(st.integers(1981 - len(base), 2100 - len(base)))
+                        if len(base) < 1981 else 0)
+
+
+@st.composite
+def shrink_then_drop(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A program that shrinks the packet, then drops, aborts or fails to transmit it."""
+    ops: list[dict[str, Any]] = []
+    if draw(st.booleans()):
+        ops.append({"op": "adjust_head", "delta": draw(st.integers(1, 14))})
+    ops.append({"op": "adjust_tail", "delta": -draw(st.integers(1, 20))})
+    ops.append({"op": "return", "action": draw(st.sampled_from([0, 1, 4, 7]))})
+    return ops
+
+
+@st.composite
+def scenarios(draw: st.DrawFn, *, drops: bool = False) -> Scenario:
+    """Both byte orders, both descriptor kinds, small rings; XDP programs from the xdp
+    component's op lists; sometimes faults, giants, a refill failure, ndo frames."""
+    frames = draw(st.lists(st.one_of(ethernet_frames(), ethernet_frames(), giant_frames()),
+                           min_size=1, max_size=4))
+    config: dict[str, Any] = {
+        "byte_order": draw(st.sampled_from(["little", "big"])),
+        "bufdesc_ex": draw(st.booleans()),
+        "racc": draw(st.booleans()),
+        "rx_csum": draw(st.booleans()),
+        "vlan_rx": draw(st.booleans()),
+        "rx_ring_size": draw(st.sampled_from([4, 8])),
+        "tx_ring_size": draw(st.sampled_from([20, 32])),
+        "xdp_tx_frame": draw(st.booleans()),
+    }
+    if draw(st.integers(0, 3)) == 0:
+        config["faults"] = {str(draw(st.integers(0, len(frames) - 1))): draw(_FAULTS)}
+    program: tuple[dict[str, Any], ...] | None = None
+    if drops:
+        program = tuple(draw(shrink_then_drop()))
+    elif draw(st.integers(0, 4)):
+        program = tuple(draw(op_lists(kfuncs=False)))
+    events: list[dict[str, Any]] = []
+    kind = draw(st.sampled_from(["default", "default", "refill", "ndo", "restart", "budget0"]))
+    if kind == "refill":
+        config["page_alloc_bulk"] = 1
+        events = [{"op": "rx"}, {"op": "fail_allocs", "count": 1}, {"op": "napi"},
+                  {"op": "tx_done"}, {"op": "napi"}, {"op": "stack_free"}, {"op": "close"}]
+    elif kind == "ndo":
+        events = [{"op": "xdp_xmit", "frames": list(range(len(frames)))}, {"op": "rx"},
+                  {"op": "napi"}, {"op": "tx_done"}, {"op": "napi"}, {"op": "stack_free"}]
+    elif kind == "restart":
+        events = [{"op": "rx"}, {"op": "napi"}, {"op": "restart"}, {"op": "stack_free"},
+                  {"op": "close"}]
+    elif kind == "budget0":
+        events = [{"op": "rx"}, {"op": "napi"}, {"op": "tx_done"}, {"op": "napi", "budget": 0},
+                  {"op": "napi"}, {"op": "stack_free"}]
+    return Scenario(component="fec", config=config, frames=tuple(frames),
+                    events=tuple(events), program=program,
+                    rules=("FEC-RX-005", "FEC-XDP-002", "FEC-XDP-005", "FEC-RX-015"))

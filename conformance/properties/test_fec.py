@@ -1,0 +1,34 @@
+"""fec properties: the same frames through the same MAC model and driver give the same
+descriptors, verdicts, skbs, TX slots, counters and page_pool accounting."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+
+from conformance.check import TargetSession, check
+from conformance.components import fec
+from conformance.scenario import Scenario
+
+COMPONENT = fec.COMPONENT
+
+
+@pytest.mark.rule("FEC-DEV-001", "FEC-DEV-002", "FEC-DEV-003", "FEC-DEV-004", "FEC-DEV-005",
+                  "FEC-DEV-006", "FEC-DEV-007", "FEC-DEV-008", "FEC-RX-002", "FEC-RX-003",
+                  "FEC-RX-004", "FEC-RX-005", "FEC-RX-006", "FEC-RX-008", "FEC-RX-009",
+                  "FEC-RX-010", "FEC-RX-011", "FEC-XDP-001", "FEC-XDP-003", "FEC-XDP-004",
+                  "FEC-XDP-005", "FEC-XDP-006", "FEC-XDP-008", "FEC-TX-003", "FEC-TX-004",
+                  "FEC-TX-005", "FEC-STATS-002", "FEC-STATS-003", "FEC-STATS-004",
+                  "FEC-RX-014", "FEC-RX-015")
+@given(scenario=fec.scenarios())
+def test_fec_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
+    check(rx_target, scenario, COMPONENT)
+
+
+@pytest.mark.rule("FEC-XDP-002")
+@given(scenario=fec.scenarios(drops=True))
+def test_fec_drop_sync_covers_the_longer_length(rx_target: TargetSession,
+                                                scenario: Scenario) -> None:
+    """Programs that shrink the packet and then drop it: the recycle sync length is the
+    length before the program, not after."""
+    check(rx_target, scenario, COMPONENT)

@@ -1,0 +1,155 @@
+"""``fec_enet_run_xdp`` and ``fec_enet_xdp_tx_xmit`` (FEC-XDP-001 .. FEC-XDP-008).
+
+Read in ``fec_main.c`` (Kingxukai/linux v6.17-rc3, blob 9b44fff6).  The program is an
+op list run by :func:`reference.xdp.program.run_program` on the queue's ``xdp_buff``.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from reference import page_pool as pp
+from reference.fec.counters import (
+    RX_XDP_DROP,
+    RX_XDP_PASS,
+    RX_XDP_REDIRECT,
+    RX_XDP_TX,
+    RX_XDP_TX_ERRORS,
+    bump,
+)
+from reference.fec.state import Fep, TxBuffer, TxBufType
+from reference.fec.tx import NAPI_CTX, tx_room, txq_xmit_frame, xdp_get_tx_queue
+from reference.trace import Trace, emit
+from reference.xdp.actions import XdpAction
+from reference.xdp.buff import XdpBuff
+from reference.xdp.frame import xdp_convert_buff_to_frame
+from reference.xdp.program import ProgramRun, run_program
+
+# fec_main.c: the verdict bits fec_enet_run_xdp returns.
+FEC_ENET_XDP_PASS = 0
+FEC_ENET_XDP_CONSUMED = 1 << 0
+FEC_ENET_XDP_TX = 1 << 1
+FEC_ENET_XDP_REDIR = 1 << 2
+
+
+class Fate(enum.Enum):
+    """Where the RX page went after the verdict (observable, FEC-XDP-002..007)."""
+
+    SKB = "skb"
+    TX_RING = "tx_ring"
+    REDIRECTED = "redirected"
+    RECYCLED = "recycled"
+
+
+@attrs.frozen
+class XdpResult:
+    """One run: the FEC_ENET_XDP_* bits, the program's run, and the page's fate."""
+
+    ret: int
+    run: ProgramRun
+    verdict: str  # the action's name, or "UNKNOWN" for a value above XDP_REDIRECT
+    fate: Fate
+    #: drop path: (sync length, allow_direct, PutOutcome value); else None
+    recycle: tuple[int, bool, str] | None
+    #: XDP_TX: (queue, slot, length, sync length) or the errno when it failed
+    tx: tuple[int, int, int, int] | int | None
+    exception: bool  # trace_xdp_exception fired
+
+
+def _verdict_name(act: int) -> str:
+    return XdpAction(act).name if act <= XdpAction.XDP_REDIRECT else "UNKNOWN"
+
+
+def run_xdp(fep: Fep, ops: Sequence[Mapping[str, Any]], xdp: XdpBuff, page: pp.Page,
+            trace: Trace | None = None) -> XdpResult:
+    """``fec_enet_run_xdp`` (FEC-XDP-001 .. FEC-XDP-007).
+
+    ``sync`` is the larger of the linear length before and after the program
+    (FEC-XDP-002).  PASS counts ``rx_xdp_pass``; REDIRECT counts ``rx_xdp_redirect``
+    before trying; TX counts ``rx_xdp_tx`` and, on failure, ``rx_xdp_tx_errors``;
+    ABORTED, DROP and unknown values count ``rx_xdp_drop``.  Every failure and drop
+    puts the page back to the queue's pool with length ``sync`` and ``allow_direct``
+    (FEC-XDP-003); ``trace_xdp_exception`` fires unless the verdict was DROP.
+    """
+    rxq = fep.rxq
+    len0 = xdp.data_end - xdp.data
+    run = run_program(ops, xdp, metadata_ops=None, trace=trace)
+    act = run.action
+    sync = max(xdp.data_end - xdp.data, len0)
+    emit(trace, "FEC-XDP-002", "DMA sync length for a recycle is max(len before, after)",
+         before=len0, after=xdp.data_end - xdp.data, sync=sync)
+    verdict = _verdict_name(act)
+    tx: tuple[int, int, int, int] | int | None = None
+    if act == XdpAction.XDP_PASS:
+        bump(rxq.stats, RX_XDP_PASS)
+        emit(trace, "FEC-XDP-001", "XDP_PASS: build an skb", counter="rx_xdp_pass")
+        return XdpResult(FEC_ENET_XDP_PASS, run, verdict, Fate.SKB, None, None, False)
+    if act == XdpAction.XDP_REDIRECT:
+        bump(rxq.stats, RX_XDP_REDIRECT)
+        if fep.cfg.redirect_ok:
+            fep.redirected.append(page)
+            emit(trace, "FEC-XDP-006", "XDP_REDIRECT: the target owns the page")
+            return XdpResult(FEC_ENET_XDP_REDIR, run, verdict, Fate.REDIRECTED, None, None,
+                             False)
+        emit(trace, "FEC-XDP-006", "XDP_REDIRECT without a target fails: drop path",
+             err=-errno.EINVAL)
+    elif act == XdpAction.XDP_TX:
+        bump(rxq.stats, RX_XDP_TX)
+        res = xdp_tx_xmit(fep, fep.cfg.cpu, xdp, page, sync, trace)
+        if isinstance(res, tuple):
+            return XdpResult(FEC_ENET_XDP_TX, run, verdict, Fate.TX_RING, None, res, False)
+        bump(rxq.stats, RX_XDP_TX_ERRORS)
+        tx = res
+        emit(trace, "FEC-XDP-005", "XDP_TX failed: rx_xdp_tx_errors, drop path", err=res)
+    else:
+        bump(rxq.stats, RX_XDP_DROP)
+        emit(trace, "FEC-XDP-004", f"{verdict}: rx_xdp_drop, drop path", act=act)
+    # xdp_err: the head page of xdp->data goes back with sync, allow_direct (FEC-XDP-003).
+    outcome = rxq.pool.put_page(page, sync, True, NAPI_CTX, trace)
+    emit(trace, "FEC-XDP-003", "page recycled from the drop path", sync=sync,
+         allow_direct=True, outcome=outcome.value)
+    return XdpResult(FEC_ENET_XDP_CONSUMED, run, verdict, Fate.RECYCLED,
+                     (sync, True, outcome.value), tx, act != XdpAction.XDP_DROP)
+
+
+def xdp_tx_xmit(fep: Fep, cpu: int, xdp: XdpBuff, page: pp.Page, sync: int,
+                trace: Trace | None = None) -> tuple[int, int, int, int] | int:
+    """``fec_enet_xdp_tx_xmit`` (FEC-XDP-005, FEC-XDP-008).
+
+    v6.17: the RX page itself goes into the TX slot as FEC_TXBUF_T_XDP_TX; its bus
+    address is the page's DMA address plus ``data - data_hard_start``, synced for the
+    device over ``sync`` bytes, bidirectionally; the length is ``data_end - data``.
+    With ``xdp_tx_frame`` (before "net: fec: improve XDP_TX performance", 2023) the
+    buffer is first converted to an ``xdp_frame`` (-EFAULT if that fails), the slot
+    holds the frame, and the sync covers the frame length from the frame's data.
+    Returns (queue, slot, length, sync) or a negative errno.
+    """
+    queue = xdp_get_tx_queue(fep, cpu)
+    txq = fep.txqs[queue]
+    err = tx_room(txq, trace)
+    if err:
+        return err
+    length = xdp.data_end - xdp.data
+    buf_p: object = page
+    sync_len = sync
+    if fep.cfg.xdp_tx_frame:
+        frame = xdp_convert_buff_to_frame(xdp, trace=trace)
+        fep.ops.xdp_frame_conversions += 1
+        if frame is None:
+            return -errno.EFAULT
+        buf_p = frame
+        sync_len = frame.len
+        emit(trace, "FEC-XDP-008", "pre-2023 XDP_TX: converted to xdp_frame",
+             headroom=frame.headroom)
+    addr = page.dma_addr + (xdp.data - xdp.data_hard_start)
+    fep.syncs.for_device.append((addr, sync_len))
+    slot = txq_xmit_frame(fep, txq, addr=addr, length=length,
+                          buf=TxBuffer(TxBufType.FEC_TXBUF_T_XDP_TX, buf_p), trace=trace)
+    emit(trace, "FEC-XDP-005", "XDP_TX: the RX page is queued on TX", queue=queue, slot=slot,
+         len=length, sync=sync_len)
+    return (queue, slot, length, sync_len)
