@@ -53,7 +53,7 @@ class RuleVerdict:
         self.verdict = FAIL if self.failed else PASS if self.passed else SKIP
 
 
-@attrs.define
+@attrs.define(eq=False)  # pluggy keeps plugins in sets: identity hashing
 class RuleCollector:
     """Gathers one verdict per rule from test reports."""
 

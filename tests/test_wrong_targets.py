@@ -40,7 +40,9 @@ def run_suite(target: str, rules: list[str], tmp_path: Path) -> tuple[int, dict[
                   "KFUNC-ATTACH-004", "XDP-ACT-002", "XDP-ADJ-005", "PP-RECYCLE-006",
                   "FEC-XDP-005", "FEC-XDP-002", "FEC-RX-005")
 @pytest.mark.parametrize("wrong", wrong_targets.ALL, ids=lambda cls: cls.__name__)
-def test_wrong_target_is_caught_under_its_rule(wrong: type, tmp_path: Path) -> None:
+def test_wrong_target_is_caught_under_its_rule(
+    wrong: type[wrong_targets._Wrong], tmp_path: Path
+) -> None:
     code, verdicts, output = run_suite(f"python:wrong_targets:{wrong.__name__}", [], tmp_path)
     failed = sorted(rule for rule, verdict in verdicts.items() if verdict == "fail")
     assert code == 1, output
