@@ -22,10 +22,12 @@ from conformance.strategies.frames import (
 
 __all__ = [
     "ethernet_frames",
+    "fec_scenarios",
     "frames",
     "ip_frames",
     "kfunc_scenarios",
     "malformed_frames",
+    "mlx5_scenarios",
     "page_pool_scenarios",
     "rss_keys",
     "rss_scenarios",
@@ -40,6 +42,8 @@ _LAZY = {
     "xdp_scenarios": ("conformance.components.xdp", "scenarios"),
     "xdp_programs": ("conformance.components.xdp", "op_lists"),
     "page_pool_scenarios": ("conformance.components.page_pool", "scenarios"),
+    "fec_scenarios": ("conformance.components.fec", "scenarios"),
+    "mlx5_scenarios": ("conformance.components.mlx5", "scenarios"),
 }
 
 
