@@ -61,7 +61,8 @@ def _suite_options(c: argparse.ArgumentParser) -> None:
     """Options shared by ``conformance`` and ``fixtures verify``."""
     c.add_argument("--target", default="reference",
                    help="implementation under test: reference (default), "
-                        "python:MODULE:OBJECT, exec:COMMAND, fixtures:DIR")
+                        "python:MODULE:OBJECT, exec:COMMAND, fixtures:DIR, "
+                        "veth, tun, iface:NAME[,peer=PEER] (live kernel, root)")
     c.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="per-request timeout for exec targets (default 10)")
     c.add_argument("--rules", action="append", default=[], metavar="GLOB",

@@ -66,13 +66,17 @@ def load_target(spec: str, *, timeout: float = 10.0) -> Target:
         from conformance.targets.exec import ExecTarget
 
         return ExecTarget(shlex.split(rest), timeout=timeout)
+    if spec in ("veth", "tun") or (kind == "iface" and rest):
+        from conformance.targets.live import LiveTarget
+
+        return LiveTarget(kind, rest)
     if kind == "fixtures" and rest:
         from conformance.targets.fixtures import FixturesTarget
 
         return FixturesTarget(rest)
     raise TargetError(
-        f"unknown target {spec!r}: use reference, python:MODULE:OBJECT, exec:COMMAND "
-        "or fixtures:DIR"
+        f"unknown target {spec!r}: use reference, python:MODULE:OBJECT, exec:COMMAND, "
+        "fixtures:DIR, veth, tun or iface:NAME,peer=PEER"
     )
 
 

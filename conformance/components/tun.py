@@ -1,0 +1,69 @@
+"""The ``tun`` component: an op-list XDP program on frames written to a tap device.
+
+config:  none.  frames: Ethernet frames of 14 .. 1514 bytes, written one per ``write``
+         to a non-blocking tap fd, so ``tun_build_skb`` runs the native program
+         (TUN-BUF-001).
+observables: ``packets[i]`` = ``{"ops", "action", "data", "meta", "len"}`` as in the
+         ``xdp`` component.  tun has no metadata ops: every kfunc is -EOPNOTSUPP
+         (TUN-KF-001).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from conformance.components import Component
+from conformance.components.driver_xdp import PASS_PROGRAM, run_on_buffer
+from conformance.components.xdp import op_lists
+from conformance.scenario import Scenario
+from conformance.strategies.frames import ethernet_frames
+from reference import tun
+from reference.errors import InvalidConfig
+
+MAX_FRAME = 1514
+
+
+def _packet(scenario: Scenario, i: int) -> tuple[dict[str, Any], bool]:
+    frame = scenario.frames[i]
+    if not 14 <= len(frame) <= MAX_FRAME or not tun.tun_can_build_skb(len(frame)):
+        raise InvalidConfig("a tap frame is 14 .. 1514 bytes", field=f"frames[{i}]",
+                            value=len(frame), rule="TUN-BUF-001")
+    ops = scenario.program_for(i) or PASS_PROGRAM
+    layout = tun.tun_build_skb_layout(len(frame))
+    packet, run, _ = run_on_buffer(frame, ops, headroom=layout.headroom,
+                                   frame_sz=layout.frame_sz,
+                                   metadata_ops=tun.TUN_XDP_METADATA_OPS, ctx=None)
+    return packet, tun.headroom_exposed(ops, run.records)
+
+
+def expected(scenario: Scenario) -> dict[str, Any]:
+    return {"packets": [_packet(scenario, i)[0] for i in range(len(scenario.frames))]}
+
+
+def unspecified(scenario: Scenario) -> tuple[str, ...]:
+    """Bytes a program exposed from the never-written headroom (TUN-BUF-002)."""
+    paths: list[str] = []
+    for i in range(len(scenario.frames)):
+        if _packet(scenario, i)[1]:
+            paths += [f"packets[{i}].data", f"packets[{i}].meta"]
+    return tuple(paths)
+
+
+_FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("packets[*].ops[*].rc", ("TUN-KF-001", "TUN-BUF-001")),
+    ("packets[*].ops*", ("TUN-KF-001",)),
+    ("packets[*].*", ("TUN-BUF-001",)),
+)
+
+COMPONENT = Component(name="tun", expected=expected, field_rules=_FIELD_RULES)
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> Scenario:
+    frames = draw(st.lists(ethernet_frames().filter(lambda f: 14 <= len(f) <= MAX_FRAME),
+                           min_size=1, max_size=4))
+    return Scenario(component="tun", config={}, frames=tuple(frames),
+                    program=tuple(draw(op_lists())),
+                    rules=("TUN-BUF-001", "TUN-KF-001"))

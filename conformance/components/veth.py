@@ -1,0 +1,213 @@
+"""The ``veth`` component: an op-list XDP program on the receiving end of a veth pair.
+
+config:  ``path`` (default ``"skb"``: frames sent by the peer's stack, e.g. AF_PACKET,
+         so each arrives as an skb with little headroom); ``peer_xdp`` (default true:
+         the peer end runs an XDP program, so its NAPI takes XDP_TX frames);
+         ``oob_vlan`` (optional ``{"proto": 0x8100 | 0x88a8, "tci": u16}``: every frame
+         carries that out-of-band (hw-accel) tag, as pushed by the sender's stack with
+         ``txvlan`` on; the frame bytes stay untagged).
+frames:  Ethernet frames of 14 .. 1514 bytes (the peer's MTU 1500 + header).
+program / per_packet_programs: the op lists (PROTOCOL.md).
+observables: ``packets[i]`` = ``{"ops", "action", "data", "meta", "len"}`` as in the
+         ``xdp`` component, and ``counters``: the deltas of the receiving end's
+         ``rx_queue_0_*`` ethtool counters over the scenario (VETH-STAT-*).
+         An ``rx_hash`` record's ``hash`` is the model's stand-in: it is masked in
+         comparisons and checked through its equalities instead (VETH-KF-005).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import strategies as st
+
+from conformance.components import Component
+from conformance.components.driver_xdp import PASS_PROGRAM, run_on_buffer
+from conformance.components.xdp import op_lists
+from conformance.scenario import Scenario
+from conformance.strategies.frames import ethernet_frames, ip_frames
+from reference import veth
+from reference.errors import InvalidConfig
+from reference.xdp.buff import XdpBuff
+
+MAX_FRAME = 1500 + veth.ETH_HLEN
+#: Never compared: the kernel's hash uses a per-boot random key (VETH-KF-005).
+HASH_MASK = ("packets[*].ops[*].hash",)
+
+
+def _check_frame(i: int, frame: bytes) -> None:
+    if not veth.ETH_HLEN <= len(frame) <= MAX_FRAME:
+        raise InvalidConfig("a veth frame is 14 .. 1514 bytes (peer MTU 1500)",
+                            field=f"frames[{i}]", value=len(frame), rule="VETH-SKB-001")
+
+
+def _oob_vlan(scenario: Scenario) -> dict[str, Any]:
+    tag = scenario.config.get("oob_vlan")
+    if tag is None:
+        return {}
+    proto, tci = int(tag["proto"]), int(tag["tci"])
+    if proto not in (0x8100, 0x88A8) or not 0 <= tci <= 0xFFFF:
+        # bpf_skb_vlan_push and the stack push only 802.1Q and 802.1ad tags.
+        raise InvalidConfig("oob_vlan.proto must be 0x8100 or 0x88a8, tci 16 bits",
+                            field="config.oob_vlan", value=tag, rule="VETH-KF-003")
+    return {"vlan_present": True, "vlan_proto": proto, "vlan_tci": tci}
+
+
+def _packet(scenario: Scenario, i: int) -> tuple[dict[str, Any], bool, str]:
+    """One frame through veth_xdp_rcv_skb: observables, unspecified-bytes flag, tx outcome."""
+    if scenario.config.get("path", "skb") != "skb":
+        raise InvalidConfig("only the skb path has scenarios", field="config.path",
+                            value=scenario.config.get("path"), rule="VETH-FRAME-001")
+    frame = scenario.frames[i]
+    _check_frame(i, frame)
+    ops = scenario.program_for(i) or PASS_PROGRAM
+    # AF_PACKET: little headroom, so it is copied (VETH-SKB-001); the tag, if any, is the
+    # sender's out-of-band one (VETH-KF-003).
+    skb = veth.VethSkb(frame, **_oob_vlan(scenario))
+    layout = veth.veth_convert_skb_to_xdp_buff(skb)
+
+    def ctx(xdp: XdpBuff) -> veth.VethXdpBuff:
+        return veth.VethXdpBuff(skb, xdp, layout.headroom)
+
+    # Only a tail growth looks at frame_sz: otherwise one run stands for both sizes.
+    grows = any(op["op"] == "adjust_tail" and int(op["delta"]) > 0 for op in ops)
+    sizes = (layout.frame_sz_min, layout.frame_sz_max) if grows else (layout.frame_sz_min,)
+    results = [run_on_buffer(frame, ops, headroom=layout.headroom, frame_sz=size,
+                             metadata_ops=veth.VETH_XDP_METADATA_OPS, ctx=ctx)
+               for size in sizes]
+    packet, run, frame_len = results[0]
+    if any(other[0] != packet or other[2] != frame_len for other in results[1:]):
+        # VETH-SKB-002: the outcome depends on which page_pool fragment the copy got.
+        raise InvalidConfig("outcome depends on the page_pool fragment size",
+                            field="program", value=None, rule="VETH-SKB-002")
+    tx = veth.veth_xdp_tx_outcome(frame_len is not None, frame_len or 0,
+                                  peer_napi=bool(scenario.config.get("peer_xdp", True)))
+    return packet, veth.headroom_exposed(ops, run.records), tx
+
+
+#: The last scenario's per-packet results: a property asks for the mask and the
+#: expectation of the same scenario object, so each packet is modelled once.
+_last: list[tuple[Scenario, list[tuple[dict[str, Any], bool, str]]]] = []
+
+
+def _packets(scenario: Scenario) -> list[tuple[dict[str, Any], bool, str]]:
+    if _last and _last[0][0] is scenario:
+        return _last[0][1]
+    results = [_packet(scenario, i) for i in range(len(scenario.frames))]
+    _last[:] = [(scenario, results)]
+    return results
+
+
+def expected(scenario: Scenario) -> dict[str, Any]:
+    stats = veth.zero_stats()
+    packets = []
+    for frame, (packet, _, tx) in zip(scenario.frames, _packets(scenario), strict=True):
+        veth.account(stats, "skb", len(frame), packet["action"], tx)
+        packets.append(packet)
+    return {"packets": copy.deepcopy(packets),
+            "counters": {f"rx_queue_0_{k}": v for k, v in stats.items()}}
+
+
+def unspecified(scenario: Scenario) -> tuple[str, ...]:
+    """Paths the kernel leaves unspecified in this scenario: the hash values, and the
+    bytes of packets whose program exposed uninitialised headroom (VETH-SKB-003)."""
+    paths = list(HASH_MASK)
+    for i, (_, exposed, _) in enumerate(_packets(scenario)):
+        if exposed:
+            paths += [f"packets[{i}].data", f"packets[{i}].meta"]
+    return tuple(paths)
+
+
+_FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("packets[*].ops[*].rss_type", ("VETH-KF-002", "VETH-KF-006")),
+    ("packets[*].ops[*].timestamp", ("VETH-KF-001",)),
+    ("packets[*].ops[*].vlan_*", ("VETH-KF-003",)),
+    ("packets[*].ops[*].rc", ("VETH-KF-004", "VETH-SKB-002")),
+    ("packets[*].ops*", ("VETH-SKB-002",)),
+    ("packets[*].action", ("VETH-SKB-002",)),
+    ("packets[*].data", ("VETH-SKB-002",)),
+    ("packets[*].meta", ("VETH-SKB-002",)),
+    ("packets[*].len", ("VETH-SKB-002",)),
+    ("counters.rx_queue_0_xdp_tx*", ("VETH-STAT-003",)),
+    ("counters.rx_queue_0_drops", ("VETH-STAT-003",)),
+    ("counters.*", ("VETH-STAT-001", "VETH-STAT-002")),
+)
+
+COMPONENT = Component(name="veth", expected=expected, field_rules=_FIELD_RULES)
+
+
+# --- strategies ---------------------------------------------------------------------------
+
+
+def _untagged(frame: bytes) -> bool:
+    """Frames the model's flow dissector covers: no in-band VLAN tag, no GRE tunnel."""
+    if frame[12:14] in (b"\x81\x00", b"\x88\xa8", b"\x91\x00"):
+        return False
+    return not (frame[12:14] == b"\x08\x00" and len(frame) > 23 and frame[23] == 47)
+
+
+def veth_frames() -> st.SearchStrategy[bytes]:
+    return st.one_of(ip_frames(vlans=False), ethernet_frames()).filter(
+        lambda f: veth.ETH_HLEN <= len(f) <= MAX_FRAME and _untagged(f))
+
+
+def _live_ops(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tail growth stays clear of the page_pool-dependent band (VETH-SKB-002)."""
+    return [op for op in ops if not (op["op"] == "adjust_tail" and 0 < int(op["delta"]) < 4096)]
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> Scenario:
+    frames = draw(st.lists(veth_frames(), min_size=1, max_size=4))
+    per_packet = {}
+    if len(frames) > 1 and draw(st.booleans()):
+        per_packet[draw(st.integers(0, len(frames) - 1))] = tuple(_live_ops(draw(op_lists())))
+    scenario = Scenario(component="veth", config={"path": "skb"}, frames=tuple(frames),
+                        program=tuple(_live_ops(draw(op_lists()))),
+                        per_packet_programs=per_packet,
+                        rules=("VETH-SKB-002", "VETH-KF-001", "VETH-KF-002", "VETH-KF-003",
+                               "VETH-STAT-002"))
+    try:
+        expected(scenario)
+    except InvalidConfig:
+        from hypothesis import reject
+
+        reject()
+    return scenario
+
+
+@st.composite
+def oob_vlan_scenarios(draw: st.DrawFn) -> Scenario:
+    """Frames sent with an out-of-band tag; kfunc calls among other ops."""
+    frames = draw(st.lists(veth_frames(), min_size=1, max_size=3))
+    tag = {"proto": draw(st.sampled_from([0x8100, 0x88A8])), "tci": draw(st.integers(0, 0xFFFF))}
+    ops = _live_ops(draw(op_lists()))
+    ops.insert(draw(st.integers(0, len(ops))), {"op": "kfunc", "name": "rx_vlan_tag"})
+    return Scenario(component="veth", config={"path": "skb", "oob_vlan": tag},
+                    frames=tuple(frames), program=tuple(ops), rules=("VETH-KF-003",))
+
+
+@st.composite
+def flow_scenarios(draw: st.DrawFn) -> Scenario:
+    """Pairs of frames of a few flows, each frame also sent reversed: rx_hash only."""
+    from scapy.layers.inet import IP, TCP, UDP
+    from scapy.layers.l2 import Ether
+
+    flows = draw(st.lists(st.tuples(st.sampled_from(["tcp", "udp"]), st.integers(1, 65535),
+                                    st.integers(1, 65535), st.integers(1, 2**32 - 1),
+                                    st.integers(1, 2**32 - 1)),
+                          min_size=1, max_size=4, unique=True))
+    frames: list[bytes] = []
+    for kind, sport, dport, src, dst in flows:
+        l4 = TCP if kind == "tcp" else UDP
+        for a, b, sp, dp in ((src, dst, sport, dport), (dst, src, dport, sport)):
+            pkt = (Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+                   / IP(src=_ip(a), dst=_ip(b)) / l4(sport=sp, dport=dp))
+            frames += [bytes(pkt), bytes(pkt)]
+    return Scenario(component="veth", config={"path": "skb"}, frames=tuple(frames),
+                    program=({"op": "kfunc", "name": "rx_hash"},), rules=("VETH-KF-005",))
+
+
+def _ip(value: int) -> str:
+    return ".".join(str((value >> s) & 0xFF) for s in (24, 16, 8, 0))

@@ -1,0 +1,207 @@
+"""The devices a live target probes, each with its own way of injecting frames.
+
+- :class:`VethPair`: two namespaces ``rxo<pid>a``/``rxo<pid>b`` joined by a veth pair;
+  frames are sent with AF_PACKET on the ``a`` end and the probe runs on the ``b`` end
+  (skb path); ``a`` carries ``rxo_peer`` so XDP_TX from ``b`` is received and dropped,
+  and ``rxo_vlan`` on its tc egress to push out-of-band VLAN tags on request.
+- :class:`TapDevice`: a tap ``rxo<pid>t`` in its own namespace; frames are written to the
+  tap file descriptor (non-blocking, so ``tun_build_skb`` runs the native program).
+- :class:`Iface`: an existing interface; frames are sent from a named peer interface.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import struct
+import time
+from pathlib import Path
+
+from conformance.live import netns
+from conformance.live.ethtool import EthtoolStats
+from conformance.live.probe import PeerProgram, Probe, ProbeError
+
+TUNSETIFF = 0x400454CA
+IFF_TAP = 0x0002
+IFF_NO_PI = 0x1000
+
+
+def _wait_up(ifname: str, ns: str | None, timeout: float = 3.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        state = json.loads(netns.ip("-j", "link", "show", "dev", ifname, netns=ns))[0]
+        if state.get("operstate") in ("UP", "UNKNOWN") and "NO-CARRIER" not in state["flags"]:
+            return
+        if time.monotonic() > deadline:
+            raise ProbeError(f"{ifname} did not come up: {state.get('operstate')}")
+        time.sleep(0.005)
+
+
+class LiveDevice:
+    """A probed interface: ``driver``, ``send`` a batch, read ``counters``."""
+
+    driver: str
+    probe: Probe
+    stats: EthtoolStats | None = None
+
+    def send(self, frames: list[bytes]) -> None:
+        raise NotImplementedError
+
+    def counters(self) -> dict[str, int]:
+        return self.stats.read() if self.stats is not None else {}
+
+    def drain(self) -> None:
+        """Discard whatever the device queued towards user space."""
+
+    def set_vlan(self, tag: tuple[int, int] | None) -> None:
+        """Send the next frames with this out-of-band (proto, tci) tag, or none."""
+        if tag is not None:
+            raise ProbeError(f"{self.driver}: no out-of-band VLAN tags on this device")
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class VethPair(LiveDevice):
+    driver = "veth"
+
+    def __init__(self, obj: Path) -> None:
+        self.probe_obj_path = obj
+        self.ns_a = netns.create("a")
+        self.ns_b = netns.create("b")
+        try:
+            self.if_a, self.if_b = self.ns_a, self.ns_b
+            netns.ip("link", "add", self.if_a, "netns", self.ns_a, "type", "veth",
+                     "peer", "name", self.if_b, "netns", self.ns_b)
+            netns.ip("link", "set", self.if_a, "up", netns=self.ns_a)
+            netns.ip("link", "set", self.if_b, "up", netns=self.ns_b)
+            with netns.entered(self.ns_b):
+                self.ifindex_b = socket.if_nametoindex(self.if_b)
+                self.probe = Probe(obj, self.ifindex_b)
+                self._stat_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                self.stats = EthtoolStats(self._stat_sock, self.if_b)
+            with netns.entered(self.ns_a):
+                self.peer = PeerProgram(obj, socket.if_nametoindex(self.if_a), vlan=True)
+                self.tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+                self.tx.bind((self.if_a, 0))
+            _wait_up(self.if_a, self.ns_a)
+            _wait_up(self.if_b, self.ns_b)
+        except BaseException:
+            self.close()
+            raise
+
+    def send(self, frames: list[bytes]) -> None:
+        for frame in frames:
+            self.tx.send(frame)
+
+    def set_vlan(self, tag: tuple[int, int] | None) -> None:
+        self.peer.set_vlan(tag)
+
+    def close(self) -> None:
+        for attr in ("tx", "_stat_sock"):
+            sock = getattr(self, attr, None)
+            if sock is not None:
+                sock.close()
+        for attr in ("probe", "peer"):
+            obj = getattr(self, attr, None)
+            if obj is not None:
+                try:
+                    with netns.entered(self.ns_b if attr == "probe" else self.ns_a):
+                        obj.close()
+                except OSError:
+                    pass
+                setattr(self, attr, None)
+        netns.delete(self.ns_a)
+        netns.delete(self.ns_b)
+
+
+class TapDevice(LiveDevice):
+    driver = "tun"
+
+    def __init__(self, obj: Path) -> None:
+        self.ns = netns.create("t")
+        self.ifname = self.ns
+        self.fd = -1
+        try:
+            with netns.entered(self.ns):
+                self.fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK)
+                ifr = struct.pack("16sH", self.ifname.encode(), IFF_TAP | IFF_NO_PI)
+                fcntl.ioctl(self.fd, TUNSETIFF, ifr)
+                netns.ip("link", "set", self.ifname, "up", netns=self.ns)
+                self.ifindex = socket.if_nametoindex(self.ifname)
+                self.probe = Probe(obj, self.ifindex)
+        except BaseException:
+            self.close()
+            raise
+
+    def send(self, frames: list[bytes]) -> None:
+        for frame in frames:
+            os.write(self.fd, frame)
+
+    def drain(self) -> None:
+        while True:
+            try:
+                os.read(self.fd, 65536)
+            except BlockingIOError:
+                return
+
+    def close(self) -> None:
+        probe = getattr(self, "probe", None)
+        if probe is not None:
+            try:
+                with netns.entered(self.ns):
+                    probe.close()
+            except OSError:
+                pass
+            self.probe = None  # type: ignore[assignment]
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        netns.delete(self.ns)
+
+
+class Iface(LiveDevice):
+    """An interface that already exists (in namespace ``ns`` or this one); frames are
+    sent with AF_PACKET from ``peer`` (in ``peer_ns`` or ``ns``)."""
+
+    def __init__(self, obj: Path, name: str, peer: str, ns: str | None = None,
+                 peer_ns: str | None = None) -> None:
+        self.name, self.ns = name, ns
+        self.peer_ns = peer_ns or ns
+        self.probe = None  # type: ignore[assignment]
+        self.tx: socket.socket | None = None
+        with self._in(self.ns):
+            self.ifindex = socket.if_nametoindex(name)
+            self._stat_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            self.stats = EthtoolStats(self._stat_sock, name)
+            self.driver = self.stats.driver
+            self.probe = Probe(obj, self.ifindex)
+        try:
+            with self._in(self.peer_ns):
+                self.tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+                self.tx.bind((peer, 0))
+        except BaseException:
+            self.close()
+            raise
+
+    @staticmethod
+    def _in(ns: str | None) -> contextlib.AbstractContextManager[None]:
+        return netns.entered(ns) if ns else contextlib.nullcontext()
+
+    def send(self, frames: list[bytes]) -> None:
+        assert self.tx is not None
+        for frame in frames:
+            self.tx.send(frame)
+
+    def close(self) -> None:
+        if self.tx is not None:
+            self.tx.close()
+            self.tx = None
+        if self.probe is not None:
+            with self._in(self.ns):
+                self.probe.close()
+            self.probe = None  # type: ignore[assignment]
+        self._stat_sock.close()

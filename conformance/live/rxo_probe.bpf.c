@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: GPL-2.0
+/* rx-oracle live probe: interprets a scenario's XDP op list (PROTOCOL.md) per packet.
+ *
+ * The op list of packet N of a batch sits in `progs[N % RXO_MAX_PKTS]`; `seqmap[0]` counts
+ * packets since the batch started.  Each packet produces one ring buffer record: every op's
+ * rc and outputs, the action, and the bytes/lengths after the program.  Each metadata
+ * kfunc is called twice with different sentinels in its outputs so user space can tell
+ * an output the driver wrote from one it left alone (KFUNC-API-005).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+#define RXO_MAX_OPS 16
+#define RXO_MAX_PKTS 1024
+#define RXO_DATA_CAP 3584
+#define RXO_META_CAP 256
+
+enum {
+	RXO_OP_END = 0, RXO_OP_ADJ_HEAD, RXO_OP_ADJ_META, RXO_OP_ADJ_TAIL, RXO_OP_WRITE,
+	RXO_OP_GET_LEN, RXO_OP_K_TS, RXO_OP_K_HASH, RXO_OP_K_VLAN, RXO_OP_RETURN,
+};
+
+struct rxo_op {
+	__u32 kind;
+	__s32 arg;
+	__s32 off;
+	__u32 len;
+	__u8 data[8];
+};
+
+struct rxo_prog {
+	__u32 n;
+	__u32 pad;
+	struct rxo_op ops[RXO_MAX_OPS];
+};
+
+struct rxo_oprec {
+	__s32 rc;
+	__s32 rc2;
+	__u64 a1, a2, b1, b2;
+};
+
+struct rxo_rec {
+	__u32 seq, nrec, action, data_len, meta_len, buff_len, cap_len, pad;
+	struct rxo_oprec ops[RXO_MAX_OPS];
+	__u8 meta[RXO_META_CAP];
+	__u8 data[RXO_DATA_CAP];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RXO_MAX_PKTS);
+	__type(key, __u32);
+	__type(value, struct rxo_prog);
+} progs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} seqmap SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} events SEC(".maps");
+
+extern int bpf_xdp_metadata_rx_timestamp(const struct xdp_md *ctx, __u64 *timestamp) __ksym;
+extern int bpf_xdp_metadata_rx_hash(const struct xdp_md *ctx, __u32 *hash,
+				    enum xdp_rss_hash_type *rss_type) __ksym;
+extern int bpf_xdp_metadata_rx_vlan_tag(const struct xdp_md *ctx, __be16 *vlan_proto,
+					__u16 *vlan_tci) __ksym;
+
+static __always_inline int rxo_write(struct xdp_md *ctx, struct rxo_op *op)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	void *meta = (void *)(long)ctx->data_meta;
+	long mlen = data - meta, dlen = end - data;
+	long off = op->off;
+	__u32 len = op->len;
+	int j;
+
+	if (mlen < 0)
+		mlen = 0; /* no metadata support: data_meta = data + 1 */
+	if (len > 8)
+		len = 8;
+	if (off < -mlen || off + (long)len > dlen)
+		return -34; /* -ERANGE: a verified program skips the store */
+	for (j = 0; j < 8; j++) {
+		long pos = off + j;
+
+		if (j >= len)
+			break;
+		if (pos < 0) {
+			long idx = mlen + pos;
+			__u8 *q;
+
+			__u64 i8;
+
+			if (idx < 0 || idx > 255)
+				break;
+			i8 = idx & 0xff;
+			asm volatile("" : "+r"(i8));
+			q = meta + i8;
+			if ((void *)(q + 1) > data)
+				break;
+			*q = op->data[j];
+		} else {
+			__u8 *q;
+
+			__u64 p12;
+
+			if (pos > 4095)
+				break;
+			p12 = pos & 0xfff;
+			asm volatile("" : "+r"(p12));
+			q = data + p12;
+			if ((void *)(q + 1) > end)
+				break;
+			*q = op->data[j];
+		}
+	}
+	return 0;
+}
+
+SEC("xdp")
+int rxo_probe(struct xdp_md *ctx)
+{
+	__u32 zero = 0, slot, seq, action = XDP_PASS, nrec = 0, cap;
+	struct rxo_prog *p;
+	struct rxo_rec *r;
+	__u32 *seqp;
+	void *data, *end, *meta;
+	int i, j;
+
+	seqp = bpf_map_lookup_elem(&seqmap, &zero);
+	if (!seqp)
+		return XDP_PASS;
+	seq = *seqp; /* one RX queue, one NAPI context: no race */
+	*seqp = seq + 1;
+	slot = seq % RXO_MAX_PKTS;
+	p = bpf_map_lookup_elem(&progs, &slot);
+	if (!p)
+		return XDP_PASS;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r)
+		return XDP_PASS;
+	r->seq = seq;
+
+	for (i = 0; i < RXO_MAX_OPS; i++) {
+		struct rxo_op *op = &p->ops[i];
+		struct rxo_oprec *o = &r->ops[i];
+
+		if (i >= p->n)
+			break;
+		if (op->kind == RXO_OP_RETURN) {
+			action = (__u32)op->arg;
+			break;
+		}
+		o->rc = 0;
+		o->rc2 = 0;
+		o->a1 = o->a2 = o->b1 = o->b2 = 0;
+		switch (op->kind) {
+		case RXO_OP_ADJ_HEAD:
+			o->rc = bpf_xdp_adjust_head(ctx, op->arg);
+			break;
+		case RXO_OP_ADJ_META:
+			o->rc = bpf_xdp_adjust_meta(ctx, op->arg);
+			break;
+		case RXO_OP_ADJ_TAIL:
+			o->rc = bpf_xdp_adjust_tail(ctx, op->arg);
+			break;
+		case RXO_OP_WRITE:
+			o->rc = rxo_write(ctx, op);
+			break;
+		case RXO_OP_GET_LEN:
+			o->a1 = bpf_xdp_get_buff_len(ctx);
+			break;
+		case RXO_OP_K_TS: {
+			__u64 t = 0x5a5a5a5a5a5a5a5aULL;
+
+			o->rc = bpf_xdp_metadata_rx_timestamp(ctx, &t);
+			o->a1 = t;
+			t = 0xa5a5a5a5a5a5a5a5ULL;
+			o->rc2 = bpf_xdp_metadata_rx_timestamp(ctx, &t);
+			o->b1 = t;
+			break;
+		}
+		case RXO_OP_K_HASH: {
+			__u32 h = 0x5a5a5a5a;
+			enum xdp_rss_hash_type ty = 0x5a5a5a5a;
+
+			o->rc = bpf_xdp_metadata_rx_hash(ctx, &h, &ty);
+			o->a1 = h;
+			o->a2 = ty;
+			h = 0xa5a5a5a5;
+			ty = 0xa5a5a5a5;
+			o->rc2 = bpf_xdp_metadata_rx_hash(ctx, &h, &ty);
+			o->b1 = h;
+			o->b2 = ty;
+			break;
+		}
+		case RXO_OP_K_VLAN: {
+			__be16 pr = 0x5a5a;
+			__u16 tci = 0x5a5a;
+
+			o->rc = bpf_xdp_metadata_rx_vlan_tag(ctx, &pr, &tci);
+			o->a1 = pr;
+			o->a2 = tci;
+			pr = 0xa5a5;
+			tci = 0xa5a5;
+			o->rc2 = bpf_xdp_metadata_rx_vlan_tag(ctx, &pr, &tci);
+			o->b1 = pr;
+			o->b2 = tci;
+			break;
+		}
+		default:
+			break;
+		}
+		nrec = i + 1;
+	}
+
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	meta = (void *)(long)ctx->data_meta;
+	r->data_len = end - data;
+	r->meta_len = data - meta;
+	r->buff_len = bpf_xdp_get_buff_len(ctx);
+	for (j = 0; j < RXO_META_CAP; j++) {
+		__u8 *q = meta + j;
+
+		if ((void *)(q + 1) > data)
+			break;
+		r->meta[j] = *q;
+	}
+	cap = r->buff_len;
+	if (cap > RXO_DATA_CAP)
+		cap = RXO_DATA_CAP;
+	r->cap_len = 0;
+	if (cap > 0 && cap <= RXO_DATA_CAP) {
+		if (bpf_xdp_load_bytes(ctx, 0, r->data, cap) == 0)
+			r->cap_len = cap;
+	}
+	r->action = action;
+	r->nrec = nrec;
+	bpf_ringbuf_submit(r, 0);
+	return action;
+}
+
+/* The peer end's program: drop whatever comes back (XDP_TX of the probed end), which
+ * also keeps the peer's NAPI running so XDP_TX can reach it. */
+SEC("xdp")
+int rxo_peer(struct xdp_md *ctx)
+{
+	return XDP_DROP;
+}
+
+/* Out-of-band VLAN tag for the sending end's egress (tc clsact): while `on`, every frame
+ * leaves with a hw-accel tag, as if the stack had pushed it on a device with txvlan. */
+struct rxo_vlan_cfg {
+	__u32 on;
+	__u16 proto;
+	__u16 tci;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rxo_vlan_cfg);
+} vlancfg SEC(".maps");
+
+SEC("tc")
+int rxo_vlan(struct __sk_buff *skb)
+{
+	__u32 zero = 0;
+	struct rxo_vlan_cfg *c = bpf_map_lookup_elem(&vlancfg, &zero);
+
+	if (c && c->on)
+		bpf_skb_vlan_push(skb, __builtin_bswap16(c->proto), c->tci);
+	return 0; /* TC_ACT_OK */
+}
+
+/* Sends every frame back to the pair's other end: the frames then reach that end's
+ * program as xdp_frames through ndo_xdp_xmit (the veth xdp_frame path). */
+SEC("xdp")
+int rxo_bounce(struct xdp_md *ctx)
+{
+	return XDP_TX;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,53 @@
+"""veth properties: an op-list program on the receiving end of a veth pair gives the
+reference's return codes, kfunc results, bytes, lengths and rx queue counters; the RX
+hash, whose value is keyed per boot, is checked through its equalities."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, reject
+
+from conformance.check import RuleMismatch, TargetSession, check
+from conformance.components import veth
+from conformance.scenario import Scenario
+from reference.errors import InvalidConfig
+
+COMPONENT = veth.COMPONENT
+
+
+@pytest.mark.rule("VETH-SKB-001", "VETH-SKB-002", "VETH-SKB-003", "VETH-KF-001", "VETH-KF-002",
+                  "VETH-KF-003", "VETH-KF-004", "VETH-KF-006", "VETH-STAT-001", "VETH-STAT-002",
+                  "VETH-STAT-003")
+@given(scenario=veth.scenarios())
+def test_veth_program_agrees_with_reference(rx_target: TargetSession,
+                                            scenario: Scenario) -> None:
+    check(rx_target, scenario, COMPONENT, mask=veth.unspecified(scenario))
+
+
+@pytest.mark.rule("VETH-KF-003")
+@given(scenario=veth.oob_vlan_scenarios())
+def test_veth_out_of_band_vlan_tag(rx_target: TargetSession, scenario: Scenario) -> None:
+    """A tag the sender pushed out of band is what rx_vlan_tag reports."""
+    try:
+        mask = veth.unspecified(scenario)
+    except InvalidConfig:
+        reject()
+    check(rx_target, scenario, COMPONENT, mask=mask)
+
+
+@pytest.mark.rule("VETH-KF-005")
+@given(scenario=veth.flow_scenarios())
+def test_veth_rx_hash_is_a_flow_hash(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Equal hashes exactly for the same flow in either direction."""
+    expected = COMPONENT.expected(scenario)
+    check(rx_target, scenario, COMPONENT, expected=expected, mask=veth.HASH_MASK)
+    actual = rx_target.run(scenario)
+    want = [p["ops"][0]["hash"] for p in expected["packets"]]
+    got = [p["ops"][0]["hash"] for p in actual["packets"]]
+    for i in range(len(want)):
+        for j in range(i):
+            if (want[i] == want[j]) != (got[i] == got[j]):
+                raise RuleMismatch(
+                    f"rule VETH-KF-005: packets {j} and {i}: hashes {got[j]:#x}, {got[i]:#x}; "
+                    f"expected them {'equal' if want[i] == want[j] else 'different'}",
+                    ("VETH-KF-005",), scenario, expected)

@@ -1,0 +1,144 @@
+"""Live kernel targets: the real veth and tun drivers, or an existing interface.
+
+- ``veth``: a veth pair in two fresh namespaces of this run; frames are sent with AF_PACKET
+  from one end, the probe runs native on the other (component ``veth``).
+- ``tun``: a tap device in a fresh namespace; frames are written to its fd (``tun``).
+- ``iface:NAME[,peer=PEER][,netns=NS][,peer_netns=NS2]``: an existing interface, probed
+  native and device-bound; frames are sent with AF_PACKET from ``PEER`` (by default the
+  interface itself cannot send to itself, so ``peer`` is required).  The component, and
+  so the predictions, is chosen from the driver name ethtool reports (``veth``, ``tun``);
+  a driver without a model implements no component and every property is "not
+  applicable".
+
+The probe program (``conformance/live/rxo_probe.bpf.c``) is loaded once and reused across
+scenarios: each scenario only rewrites its op-list map.  Requirements: root, clang,
+bpftool, libbpf, kernel BTF (:func:`conformance.live.env.missing` says what is missing).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from conformance.components.driver_xdp import PASS_PROGRAM
+from conformance.scenario import Scenario
+from conformance.targets.base import Capabilities, TargetError
+
+MODELLED_DRIVERS = ("veth", "tun")
+RQ_COUNTERS = tuple(f"rx_queue_0_{name}" for name in (
+    "xdp_packets", "xdp_bytes", "drops", "xdp_redirect", "xdp_drops", "xdp_tx", "xdp_tx_errors"))
+
+
+def parse_iface(spec: str) -> dict[str, str]:
+    name, *opts = spec.split(",")
+    out = {"name": name}
+    for opt in opts:
+        key, sep, value = opt.partition("=")
+        if not sep or key not in ("peer", "netns", "peer_netns"):
+            raise TargetError(f"iface option {opt!r}: use peer=, netns=, peer_netns=")
+        out[key] = value
+    if not name or "peer" not in out:
+        raise TargetError("iface target needs NAME and peer=PEER (the sender)")
+    return out
+
+
+def _oob_vlan(scenario: Scenario) -> tuple[int, int] | None:
+    tag = scenario.config.get("oob_vlan")
+    if tag is None:
+        return None
+    return int(tag["proto"]), int(tag["tci"])
+
+
+class LiveTarget:
+    """One live device for the whole run; see the module docstring."""
+
+    def __init__(self, kind: str, iface: str = "") -> None:
+        from conformance.live import env, netns, probe
+        from conformance.live.devices import Iface, LiveDevice, TapDevice, VethPair
+
+        reason = env.missing()
+        if reason:
+            raise TargetError(reason)
+        netns.sweep()
+        try:
+            obj = probe.build()
+            device: LiveDevice
+            if kind == "veth":
+                device = VethPair(obj)
+            elif kind == "tun":
+                device = TapDevice(obj)
+            else:
+                opts = parse_iface(iface)
+                device = Iface(obj, opts["name"], opts["peer"], opts.get("netns"),
+                               opts.get("peer_netns"))
+        except (OSError, probe.ProbeError) as exc:
+            raise TargetError(f"live {kind}: {exc}") from exc
+        self.device = device
+        self.name = f"live {kind}" + (f":{iface}" if iface else "")
+        self.driver = device.driver
+
+    @property
+    def capabilities(self) -> Capabilities:
+        components = frozenset({self.driver}) if self.driver in MODELLED_DRIVERS else frozenset()
+        return Capabilities(components)
+
+    def run(self, scenario: Scenario) -> dict[str, Any]:
+        from conformance.live.probe import MAX_PKTS, ProbeError, decode_record
+
+        if scenario.component != self.driver:
+            raise TargetError(f"{self.name} runs {self.driver!r} scenarios only")
+        if scenario.config.get("path", "skb") != "skb" or not scenario.config.get(
+                "peer_xdp", True):
+            raise TargetError(f"{self.name}: only the skb path with a peer program")
+        frames = list(scenario.frames)
+        programs: list[Sequence[Mapping[str, Any]]] = [
+            scenario.program_for(i) or PASS_PROGRAM for i in range(len(frames))]
+        packets: list[dict[str, Any]] = []
+        totals = dict.fromkeys(RQ_COUNTERS, 0)
+        try:
+            for start in range(0, len(frames), MAX_PKTS):
+                batch = frames[start:start + MAX_PKTS]
+                progs = programs[start:start + MAX_PKTS]
+                self.device.probe.prepare(progs)
+                self.device.set_vlan(_oob_vlan(scenario))
+                before = self.device.counters()
+                self.device.send(batch)
+                raws = self.device.probe.collect(len(batch))
+                after = self._settled(before, len(batch))
+                self.device.drain()
+                for i, raw in enumerate(raws):
+                    packet = decode_record(raw, progs[i])
+                    if packet.pop("seq") != i:
+                        raise TargetError(f"{self.name}: packets reached XDP out of order")
+                    packets.append(packet)
+                for key in totals:
+                    totals[key] += after.get(key, 0) - before.get(key, 0)
+        except (OSError, ProbeError) as exc:
+            raise TargetError(f"{self.name}: {exc}") from exc
+        observables: dict[str, Any] = {"packets": packets}
+        if self.driver == "veth":
+            observables["counters"] = totals
+        return observables
+
+    def _settled(self, before: dict[str, int], sent: int) -> dict[str, int]:
+        """Counters once the NAPI poll that handled the batch has published them
+        (veth adds them after its loop, and XDP_TX after flushing to the peer)."""
+        if not before:
+            return {}
+        key = "rx_queue_0_xdp_packets"
+        deadline = time.monotonic() + 1.0
+        last = self.device.counters()
+        while time.monotonic() < deadline:
+            time.sleep(0.0005)
+            now = self.device.counters()
+            if now == last and now.get(key, 0) - before.get(key, 0) >= sent:
+                return now
+            last = now
+        return last
+
+    def close(self) -> None:
+        device = getattr(self, "device", None)
+        if device is not None:
+            device.close()
+            self.device = None  # type: ignore[assignment]
