@@ -54,6 +54,8 @@ def unspecified(scenario: Scenario) -> tuple[str, ...]:
 _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("packets[*].ops[*].rc", ("TUN-KF-001", "TUN-BUF-001")),
     ("packets[*].ops*", ("TUN-KF-001",)),
+    ("packets[*].data", ("TUN-BUF-001", "TUN-BUF-002")),
+    ("packets[*].meta", ("TUN-BUF-001", "TUN-BUF-002")),
     ("packets[*].*", ("TUN-BUF-001",)),
 )
 

@@ -120,14 +120,15 @@ def unspecified(scenario: Scenario) -> tuple[str, ...]:
 
 
 _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("packets[*].ops[*].hash", ("VETH-KF-005",)),
     ("packets[*].ops[*].rss_type", ("VETH-KF-002", "VETH-KF-006")),
     ("packets[*].ops[*].timestamp", ("VETH-KF-001",)),
     ("packets[*].ops[*].vlan_*", ("VETH-KF-003",)),
     ("packets[*].ops[*].rc", ("VETH-KF-004", "VETH-SKB-002")),
     ("packets[*].ops*", ("VETH-SKB-002",)),
     ("packets[*].action", ("VETH-SKB-002",)),
-    ("packets[*].data", ("VETH-SKB-002",)),
-    ("packets[*].meta", ("VETH-SKB-002",)),
+    ("packets[*].data", ("VETH-SKB-001", "VETH-SKB-002", "VETH-SKB-003")),
+    ("packets[*].meta", ("VETH-SKB-002", "VETH-SKB-003")),
     ("packets[*].len", ("VETH-SKB-002",)),
     ("counters.rx_queue_0_xdp_tx*", ("VETH-STAT-003",)),
     ("counters.rx_queue_0_drops", ("VETH-STAT-003",)),

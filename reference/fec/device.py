@@ -117,13 +117,17 @@ def receive(fep: Fep, frame: bytes, faults: frozenset[str] = frozenset(),
     esc = 0
     if cfg.bufdesc_ex:
         if len(frame) >= 16 and int.from_bytes(frame[12:14], "big") == ETH_P_8021Q:
-            esc |= BD_ENET_RX_VLAN  # FEC-DEV-006
+            esc |= BD_ENET_RX_VLAN
+            emit(trace, "FEC-DEV-006", "802.1Q frame: VLAN bit set in the extended BD")
         if cfg.rx_csum:
-            esc |= _csum_bits(frame)  # FEC-DEV-004
+            esc |= _csum_bits(frame)
+            emit(trace, "FEC-DEV-004", "checksum accelerator verdict", esc=esc)
     chunks = [stored]
     if "split" in faults:
         k = split_at if 0 < split_at < len(stored) else len(stored) // 2
         chunks = [stored[:k], stored[k:]]
+        emit(trace, "FEC-DEV-007", "frame spread over two descriptors", first=k,
+             total=len(stored))
     slots: list[int] = []
     index = fep.device_rx
     for n, chunk in enumerate(chunks):
