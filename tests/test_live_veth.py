@@ -208,33 +208,3 @@ def test_sweep_spares_live_and_foreign_names() -> None:
     finally:
         netns.delete(mine)
         subprocess.run(["ip", "netns", "del", foreign], check=False)
-
-
-def test_throughput() -> None:
-    """Batches of frames checked end to end against the reference (reported, not gated
-    hard: CI machines vary)."""
-    from scapy.layers.inet import IP, UDP
-    from scapy.layers.l2 import Ether
-
-    from conformance.check import TargetSession, check
-    from conformance.components import veth
-    from conformance.scenario import Scenario
-    from conformance.targets.live import LiveTarget
-
-    frames = tuple(bytes(Ether() / IP(src="10.0.0.1", dst="10.0.0.2")
-                         / UDP(sport=1000 + i, dport=53)) for i in range(1000))
-    program = ({"op": "kfunc", "name": "rx_hash"}, {"op": "adjust_head", "delta": 14},
-               {"op": "return", "action": 1})
-    scenario = Scenario(component="veth", frames=frames, program=program)
-    target = LiveTarget("veth")
-    try:
-        session = TargetSession(target, "veth")
-        start = time.monotonic()
-        rounds = 5
-        for _ in range(rounds):
-            check(session, scenario, veth.COMPONENT, mask=veth.unspecified(scenario))
-        rate = rounds * len(frames) / (time.monotonic() - start)
-    finally:
-        target.close()
-    print(f"live veth: {rate:.0f} packets/s checked end to end")
-    assert rate > 1000
