@@ -31,13 +31,16 @@ def main() -> int:
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Ether
 
+    # Explicit addresses: scapy never resolves a MAC (no ARP leaves the machine).
+    ETH = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+
     from conformance.check import TargetSession, check
     from conformance.components import veth
     from conformance.scenario import Scenario
     from conformance.targets.live import LiveTarget
 
     # Addresses never leave the run's own veth pair (AF_PACKET injection, no routing).
-    frames = tuple(bytes(Ether() / IP(src="192.0.2.1", dst="192.0.2.2")
+    frames = tuple(bytes(ETH / IP(src="192.0.2.1", dst="192.0.2.2")
                          / UDP(sport=1000 + i, dport=53)) for i in range(args.frames))
     program = ({"op": "kfunc", "name": "rx_hash"}, {"op": "adjust_head", "delta": 14},
                {"op": "return", "action": 1})

@@ -14,6 +14,9 @@ from scapy.utils import wrpcap
 
 from conformance.vectors.ms_rss import IPV4_VECTORS, MS_KEY
 
+#: Explicit MACs: scapy never has to resolve one, so no ARP ever leaves the machine.
+ETH = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "conformance.cli", *args], capture_output=True,
@@ -24,7 +27,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_explain_narrates_a_pcap_made_with_scapy(tmp_path: Path) -> None:
     v = IPV4_VECTORS[0]
     pcap = tmp_path / "one.pcap"
-    wrpcap(str(pcap), [Ether() / IP(src=v.src, dst=v.dst) / TCP(sport=v.sport, dport=v.dport)])
+    wrpcap(str(pcap), [ETH / IP(src=v.src, dst=v.dst) / TCP(sport=v.sport, dport=v.dport)])
     config = json.dumps({"key": MS_KEY.hex(), "indir": [0, 1]})
     result = _cli("explain", "--driver", "rss", str(pcap), "--config", config)
     assert result.returncode == 0, result.stderr
@@ -36,7 +39,7 @@ def test_explain_narrates_a_pcap_made_with_scapy(tmp_path: Path) -> None:
 @pytest.mark.rule("TRACE-001", "XDP-ACT-002")
 def test_explain_xdp_shows_the_verdict_switch(tmp_path: Path) -> None:
     pcap = tmp_path / "one.pcap"
-    wrpcap(str(pcap), [Ether() / IP() / TCP()])
+    wrpcap(str(pcap), [ETH / IP() / TCP()])
     result = _cli("explain", str(pcap), "--program", '[{"op": "return", "action": 9}]')
     assert result.returncode == 0, result.stderr
     assert "XDP_ABORTED" in result.stdout and "XDP-ACT-002" in result.stdout
@@ -52,7 +55,7 @@ def test_explain_reports_bad_input_without_a_traceback(tmp_path: Path) -> None:
 def test_replay_compares_one_scenario() -> None:
     scenario = json.dumps({"schema": 1, "component": "rss",
                            "config": {"key": MS_KEY.hex(), "indir": [0]},
-                           "frames": [bytes(Ether() / IP() / TCP()).hex()]})
+                           "frames": [bytes(ETH / IP() / TCP()).hex()]})
     result = _cli("replay", scenario)
     assert result.returncode == 0 and "checked 3 fields" in result.stdout
     bad = _cli("replay", "{not json")

@@ -23,7 +23,10 @@ from reference.fec.bufdesc import ByteOrder
 from reference.fec.counters import FEC_XDP_STAT_STRS
 from reference.fec.state import FecConfig, Fep, TxBufType
 
-UDP_FRAME = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IP(src="10.0.0.1",
+#: Explicit MACs: scapy never has to resolve one, so no ARP ever leaves the machine.
+ETH = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+
+UDP_FRAME = bytes(ETH / IP(src="10.0.0.1",
                   dst="10.0.0.2") / UDP(sport=1, dport=2) / (b"x" * 40))
 
 
@@ -216,7 +219,7 @@ def test_checksum_state() -> None:
 
 @pytest.mark.rule("FEC-RX-009", "FEC-DEV-006")
 def test_vlan_extraction() -> None:
-    tagged = bytes(Ether() / Dot1Q(vlan=5, prio=3) / IP() / UDP())
+    tagged = bytes(ETH / Dot1Q(vlan=5, prio=3) / IP() / UDP())
     fep = _open()
     device.receive(fep, tagged)
     (rec,), _ = rx.napi_poll(fep, 64, NO_PROG)

@@ -63,6 +63,9 @@ from reference.kfuncs import (
 )
 from reference.trace import Trace
 
+#: Explicit MACs: scapy never has to resolve one, so no ARP ever leaves the machine.
+ETH = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+
 TS = XdpRxMetadata.XDP_METADATA_KFUNC_RX_TIMESTAMP
 HASH = XdpRxMetadata.XDP_METADATA_KFUNC_RX_HASH
 VLAN = XdpRxMetadata.XDP_METADATA_KFUNC_RX_VLAN_TAG
@@ -314,7 +317,7 @@ def test_vlan_proto_is_the_tpid_as_it_lies_on_the_wire(tag: type) -> None:
 @pytest.mark.rule("KFUNC-API-004")
 def test_vlan_tci_is_host_order_with_pcp_dei_vid() -> None:
     # scapy builds the 802.1Q header; the TCI follows the TPID, big-endian on the wire.
-    frame = bytes(Ether() / Dot1Q(prio=5, dei=1, vlan=0x123))
+    frame = bytes(ETH / Dot1Q(prio=5, dei=1, vlan=0x123))
     tci = int.from_bytes(frame[14:16], "big")
     result = bpf_xdp_metadata_rx_vlan_tag(FakeCtx(vlan=(0x8100, tci)), FakeDriver())
     assert result.vlan_tci is not None

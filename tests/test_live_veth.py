@@ -117,13 +117,15 @@ def test_xdp_frame_path_live() -> None:
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Ether
 
+    # Explicit MACs: scapy never has to resolve one, so no ARP ever leaves the machine.
+    eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
     pair = VethPair(probe.build())
     try:
         with netns.entered(pair.ns_a):
             pair.peer.close()
             pair.peer = probe.PeerProgram(pair.probe_obj_path, socket.if_nametoindex(pair.if_a),
                                           "rxo_bounce")
-        frame = bytes(Ether() / IP(src="10.1.1.1", dst="10.1.1.2") / UDP(sport=9, dport=10))
+        frame = bytes(eth / IP(src="10.1.1.1", dst="10.1.1.2") / UDP(sport=9, dport=10))
         ops: list[dict[str, object]] = [
             {"op": "kfunc", "name": n} for n in ("rx_timestamp", "rx_hash", "rx_vlan_tag")]
         ops.append({"op": "return", "action": 1})
