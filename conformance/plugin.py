@@ -9,7 +9,6 @@ and renders the verdicts it gathers.
 from __future__ import annotations
 
 import fnmatch
-import json
 from collections.abc import Generator, Iterable
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import attrs
 import pytest
 
 from conformance.check import RuleMismatch, TargetSession
-from conformance.fixtures.record import FIXTURE_FORMAT, FIXTURE_VERSION, scenario_key
+from conformance.fixtures.record import FIXTURE_FORMAT, FIXTURE_VERSION, dump_line, scenario_key
 from conformance.scenario import to_jsonable
 from conformance.targets.base import TargetError, load_target
 
@@ -59,6 +58,7 @@ class RuleCollector:
 
     selectors: tuple[str, ...] = ()
     verdicts: dict[str, RuleVerdict] = attrs.field(factory=dict)
+    target_errors: list[str] = attrs.field(factory=list)
 
     def selected(self, rules: Iterable[str]) -> bool:
         if not self.selectors:
@@ -81,8 +81,6 @@ class RuleCollector:
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
-
-    target_errors: list[str] = attrs.field(factory=list)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(
@@ -222,13 +220,14 @@ def save_failure(directory: Path, failure: RuleMismatch, nodeid: str) -> Path:
     record = {
         "format": FIXTURE_FORMAT,
         "version": FIXTURE_VERSION,
+        "id": f"failure-{key[:12]}",
         "rules": list(failure.rules),
         "scenario": failure.scenario.to_json(),
         "observables": to_jsonable(failure.expected),
         "provenance": {"oracle_version": __version__, "source": "conformance failure",
                        "test": nodeid},
     }
-    path.write_text(json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n")
+    path.write_text(dump_line(record))
     return path
 
 

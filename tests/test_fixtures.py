@@ -162,3 +162,22 @@ def test_a_wrong_target_fails_verify_under_its_rule(tmp_path: Path) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     verdicts = json.loads((tmp_path / "r.json").read_text())["rules"]
     assert sorted(v["rule"] for v in verdicts if v["verdict"] == "fail") == ["RSS-TYPE-001"]
+
+
+@pytest.mark.rule("RSS-TYPE-001")
+def test_saved_failures_are_fixtures_that_verify_replays(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    saved = tmp_path / "failures"
+    run = _cli("conformance", "--driver", "rss", "--target",
+               "python:wrong_targets:RssTypeWithoutL4", "--save-failures", str(saved), env=env)
+    assert run.returncode == 1, run.stdout + run.stderr
+    files = sorted(saved.glob("*.jsonl"))
+    assert files and files[0].name.startswith("RSS-TYPE-001-")
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((CORPUS / "fixture.schema.json").read_text())
+    for _, record in _records(saved):
+        jsonschema.validate(record, schema)
+    assert _cli("fixtures", "verify", str(saved)).returncode == 0  # the reference agrees
+    again = _cli("fixtures", "verify", str(saved), "--target",
+                 "python:wrong_targets:RssTypeWithoutL4", env=env)
+    assert again.returncode == 1  # and the wrong target still fails it
