@@ -1,0 +1,368 @@
+"""mlx5e's RX handlers with XDP: from a completion to an skb or an XDP verdict
+(SPEC: MLX5-RX-*, MLX5-XDP-*).
+
+Models ``mlx5e_handle_rx_cqe`` / ``mlx5e_handle_rx_cqe_mpwrq`` and the four buffer
+builders of ``en_rx.c`` (v6.17-rc3): ``mlx5e_skb_from_cqe_linear``, ``_nonlinear``,
+``_mpwrq_linear`` and ``_mpwrq_nonlinear``.  All of them use the RQ's one
+:class:`~reference.mlx5.xdp.Mlx5eXdpBuff` (MLX5-XDP-001/002).
+
+Memory is modelled per packet: each receive buffer is a fresh zeroed
+:class:`~reference.xdp.memory.Page` of ``PAGE_SIZE`` holding the packet at the offset
+the driver would use (model convention, MLX5-RX-004); page_pool recycling is reported
+as a page fate, not simulated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from reference.errors import InvalidConfig, StateViolation
+from reference.mlx5 import cqe as C
+from reference.mlx5 import xdp as X
+from reference.mlx5.counters import Mlx5eRqStats, ethtool
+from reference.mlx5.cq import Mlx5eRxCq, PollResult
+from reference.mlx5.device import Completion, DeviceConfig, Mlx5Device, RqType, TsFormat, new_ring
+from reference.mlx5.kfuncs import NETIF_F_RXHASH
+from reference.mlx5.sim import rq_params
+from reference.trace import Trace, emit
+from reference.xdp.arch import X86_64
+from reference.xdp.buff import XdpBuff, xdp_buff_add_frag, xdp_get_shared_info_from_buff
+from reference.xdp.mem import MemType
+from reference.xdp.memory import Page
+from reference.xdp.rxq import NetDev, XdpRxqInfo
+
+PAGE_SIZE = 4096
+XDP_PACKET_HEADROOM = 256
+#: ``MLX5E_RX_MAX_HEAD``: the linear part of a striding non-linear packet.
+MLX5E_RX_MAX_HEAD = 256
+#: ``ETH_HLEN + VLAN_HLEN + ETH_FCS_LEN``: what ``MLX5E_SW2HW_MTU`` adds to the MTU.
+MLX5E_HARD_MTU = 14 + 4 + 4
+#: The skb headroom of ``napi_alloc_skb`` in the model (``NET_SKB_PAD`` on x86_64).
+NET_SKB_PAD = 64
+
+Ops = Sequence[Mapping[str, Any]]
+
+
+def skb_data_align(n: int) -> int:
+    return -(-n // X86_64.smp_cache_bytes) * X86_64.smp_cache_bytes
+
+
+def mlx5_skb_frag_sz(n: int) -> int:
+    """``MLX5_SKB_FRAG_SZ``: aligned length plus the aligned shared info."""
+    return skb_data_align(n) + X86_64.shinfo_reserved
+
+
+@attrs.frozen
+class RqConfig:
+    """The driver-side RQ settings the XDP path depends on."""
+
+    rq_type: RqType = RqType.CYCLIC
+    linear: bool = True  # mlx5e_rx_is_linear_skb / mlx5e_rx_mpwqe_is_linear_skb
+    frag_size: int = 1024  # legacy non-linear: bytes per WQE fragment
+    log_stride_sz: int = 6
+    mtu: int = 1500
+    rxhash: bool = True  # NETIF_F_RXHASH
+    hwtstamp_rx_all: bool = False  # hwtstamp_config.rx_filter == HWTSTAMP_FILTER_ALL
+    ts_format: TsFormat = TsFormat.FREE_RUNNING
+    xdpsq_size: int = 1024  # WQEBBs, a power of two
+    min_inline: bool = False
+    redirect_ok: bool = True
+
+    def __attrs_post_init__(self) -> None:
+        if self.xdpsq_size < 2 or self.xdpsq_size & (self.xdpsq_size - 1):
+            raise InvalidConfig("the XDP-SQ size is a power of two >= 2", field="xdpsq_size",
+                                value=self.xdpsq_size, rule="MLX5-XDP-008")
+        if not 64 <= self.frag_size <= PAGE_SIZE - XDP_PACKET_HEADROOM - X86_64.shinfo_reserved:
+            raise InvalidConfig("frag_size must fit a page after headroom and shared info",
+                                field="frag_size", value=self.frag_size, rule="MLX5-XDP-002")
+
+    @property
+    def hw_mtu(self) -> int:
+        return self.mtu + MLX5E_HARD_MTU
+
+
+@attrs.define(eq=False)
+class Mlx5eRq:
+    """The parts of ``struct mlx5e_rq`` the XDP path reads and writes."""
+
+    cfg: RqConfig
+    mxbuf: X.Mlx5eXdpBuff = attrs.field(factory=X.Mlx5eXdpBuff)
+    stats: Mlx5eRqStats = attrs.field(factory=Mlx5eRqStats)
+    xdp_rxq: XdpRxqInfo = attrs.field(factory=lambda: XdpRxqInfo(dev=NetDev(ifindex=2)))
+    xdpsq: X.Mlx5eXdpsq = attrs.field(init=False)
+    flag_xdp_xmit: bool = False  # MLX5E_RQ_FLAG_XDP_XMIT
+    flag_xdp_redirect: bool = False  # MLX5E_RQ_FLAG_XDP_REDIRECT
+    redirect_flushes: int = 0
+    pages: dict[str, int] = attrs.field(factory=lambda: {
+        "recycled": 0, "tx_recycled": 0, "in_sq": 0, "to_stack": 0, "redirected": 0})
+
+    def __attrs_post_init__(self) -> None:
+        self.xdp_rxq.mem.type = MemType.MEM_TYPE_PAGE_POOL
+        self.xdpsq = X.Mlx5eXdpsq(self.cfg.xdpsq_size, self.cfg.hw_mtu, self.cfg.min_inline)
+
+    @property
+    def netdev_features(self) -> frozenset[str]:
+        """The features of the netdev behind ``xdp_rxq.dev`` (MLX5-KF-002)."""
+        return frozenset({NETIF_F_RXHASH}) if self.cfg.rxhash else frozenset()
+
+    @property
+    def hwtstamp_rx_all(self) -> bool:
+        return self.cfg.hwtstamp_rx_all
+
+    @property
+    def ts_format(self) -> TsFormat:
+        return self.cfg.ts_format
+
+    # --- NAPI hooks ----------------------------------------------------------------------
+
+    def poll_xdpsq(self, trace: Trace | None = None) -> None:
+        """MLX5-RX-003: completions of the XDP-SQ, before the RX CQ is polled."""
+        released = self.xdpsq.complete_all(trace)
+        self.pages["tx_recycled"] += len(released)
+        self.pages["in_sq"] -= len(released)
+
+    def xdp_rx_poll_complete(self) -> None:
+        """``mlx5e_xdp_rx_poll_complete``: flush redirects once per poll, clear the flag."""
+        if self.flag_xdp_redirect:
+            self.redirect_flushes += 1
+            self.flag_xdp_redirect = False
+
+    # --- per CQE ---------------------------------------------------------------------------
+
+    def handle_cqe(self, cqe: C.mlx5_cqe64, data: bytes, ops: Ops | None,
+                   trace: Trace | None = None) -> dict[str, Any]:
+        """MLX5-RX-002: ``mlx5e_handle_rx_cqe`` / ``_mpwrq``: errors and fillers first."""
+        rec: dict[str, Any] = {"kind": "packet", "mxbuf": None, "ops": [], "verdict": None,
+                               "exception": False, "fate": None, "skb": None}
+        striding = self.cfg.rq_type is RqType.STRIDING
+        if C.MLX5E_RX_ERR_CQE(cqe):
+            self.stats.wqe_err += 1
+            emit(trace, "MLX5-RX-002", "error CQE: rx_wqe_err")
+            rec["kind"] = "error"
+            return rec
+        if striding and C.mpwrq_is_filler_cqe(cqe):
+            self.stats.mpwqe_filler_cqes += 1
+            self.stats.mpwqe_filler_strides += C.mpwrq_get_cqe_consumed_strides(cqe)
+            emit(trace, "MLX5-RX-002", "filler CQE")
+            rec["kind"] = "filler"
+            return rec
+        cqe_bcnt = C.mpwrq_get_cqe_byte_cnt(cqe) if striding else cqe.byte_cnt
+        data = data[:cqe_bcnt].ljust(cqe_bcnt, b"\0")
+        if striding and self.cfg.linear:
+            built = self._mpwrq_linear(cqe, data, ops, rec, trace)
+        elif striding:
+            built = self._mpwrq_nonlinear(cqe, data, ops, rec, trace)
+        elif self.cfg.linear:
+            built = self._linear(cqe, data, ops, rec, trace)
+        else:
+            built = self._nonlinear(cqe, data, ops, rec, trace)
+        if built:
+            # MLX5-RX-001: mlx5e_complete_rx_cqe counts the CQE's byte count.
+            self.stats.packets += 1
+            self.stats.bytes += cqe_bcnt
+            emit(trace, "MLX5-RX-001", "skb completed", bytes=cqe_bcnt)
+        self.flag_xdp_xmit = False  # __test_and_clear_bit(MLX5E_RQ_FLAG_XDP_XMIT)
+        return rec
+
+    def _run_xdp(self, ops: Ops, rec: dict[str, Any], trace: Trace | None) -> bool:
+        """Run ``mlx5e_xdp_handle``; True when XDP consumed the packet."""
+        rec["mxbuf"] = X.mxbuf_snapshot(self.mxbuf)
+        out = X.mlx5e_xdp_handle(self, ops, self.mxbuf, trace)
+        rec.update(ops=list(out.run.records), verdict=out.verdict, exception=out.exception,
+                   fate=out.fate.value)
+        npages = 1 + (xdp_get_shared_info_from_buff(self.mxbuf).nr_frags
+                      if self.mxbuf.flags & 1 else 0)
+        if out.fate is X.Fate.DROP:
+            self.pages["recycled"] += npages
+        elif out.fate is X.Fate.TX:
+            self.pages["in_sq"] += npages
+        elif out.fate is X.Fate.REDIRECT:
+            self.pages["redirected"] += npages
+        return out.consumed
+
+    def _skb(self, rec: dict[str, Any], xdp: XdpBuff, frags: bool) -> None:
+        """MLX5-XDP-004: the skb takes headroom, metadata size and length from the buffer
+        as the program left it."""
+        body = xdp.linear()
+        nr = 0
+        if frags and xdp.flags & 1:
+            sinfo = xdp_get_shared_info_from_buff(xdp)
+            nr = sinfo.nr_frags
+            body += b"".join(f.view() for f in sinfo.valid_frags())
+        rec["skb"] = {"len": len(body), "data": body.hex(), "headroom": xdp.data -
+                      xdp.data_hard_start, "metasize": xdp.data - xdp.data_meta,
+                      "nr_frags": nr}
+        rec["fate"] = rec["fate"] or "skb"
+        self.pages["to_stack"] += 1 + nr
+
+    # --- the four builders -----------------------------------------------------------------
+
+    def _linear(self, cqe: C.mlx5_cqe64, data: bytes, ops: Ops | None, rec: dict[str, Any],
+                trace: Trace | None) -> bool:
+        """``mlx5e_skb_from_cqe_linear``: the buffer is filled only with a program."""
+        page = _page_with(data, XDP_PACKET_HEADROOM)
+        return self._linear_common(cqe, page, len(data), ops, rec, trace)
+
+    def _linear_common(self, cqe: C.mlx5_cqe64, page: Page, length: int, ops: Ops | None,
+                       rec: dict[str, Any], trace: Trace | None) -> bool:
+        if ops is None:
+            plain = XdpBuff()  # no program: the skb is built straight over the page
+            plain.page, plain.data_hard_start = page, 0
+            plain.data = plain.data_meta = XDP_PACKET_HEADROOM
+            plain.data_end = plain.data + length
+            self._skb(rec, plain, False)
+            return True
+        X.mlx5e_fill_mxbuf(self, cqe, page, 0, XDP_PACKET_HEADROOM, PAGE_SIZE, length,
+                           self.mxbuf, trace)
+        if self._run_xdp(ops, rec, trace):
+            return False
+        self._skb(rec, self.mxbuf, False)
+        return True
+
+    def _nonlinear(self, cqe: C.mlx5_cqe64, data: bytes, ops: Ops | None,
+                   rec: dict[str, Any], trace: Trace | None) -> bool:
+        """``mlx5e_skb_from_cqe_nonlinear``: fills the buffer for every packet, program or
+        not; the first ``frag_size`` bytes are linear, the rest one fragment per WQE frag."""
+        size = self.cfg.frag_size
+        first = data[:size]
+        X.mlx5e_fill_mxbuf(self, cqe, _page_with(first, XDP_PACKET_HEADROOM), 0,
+                           XDP_PACKET_HEADROOM, PAGE_SIZE, len(first), self.mxbuf, trace)
+        for off in range(size, len(data), size):
+            chunk = data[off : off + size]
+            self._add_frag(_page_with(chunk, 0), 0, len(chunk), size, trace)
+        if ops is not None and self._run_xdp(ops, rec, trace):
+            return False
+        self._skb(rec, self.mxbuf, True)
+        return True
+
+    def _mpwrq_linear(self, cqe: C.mlx5_cqe64, data: bytes, ops: Ops | None,
+                      rec: dict[str, Any], trace: Trace | None) -> bool:
+        """``mlx5e_skb_from_cqe_mpwrq_linear``: oversize packets are dropped before XDP."""
+        if len(data) > self.cfg.hw_mtu:
+            self.stats.oversize_pkts_sw_drop += 1
+            emit(trace, "MLX5-RX-002", "oversize packet dropped before XDP", len=len(data))
+            rec["kind"] = "oversize"
+            return False
+        page = _page_with(data, XDP_PACKET_HEADROOM)
+        return self._linear_common(cqe, page, len(data), ops, rec, trace)
+
+    def _mpwrq_nonlinear(self, cqe: C.mlx5_cqe64, data: bytes, ops: Ops | None,
+                         rec: dict[str, Any], trace: Trace | None) -> bool:
+        """``mlx5e_skb_from_cqe_mpwrq_nonlinear``.
+
+        With a program: a separate linear page with 256 bytes of headroom and no packet
+        bytes; every byte is in fragments (``data == data_end``).  Without: the first
+        ``MLX5E_RX_MAX_HEAD`` bytes are the skb's linear part, the rest fragments.
+        Fragments run from the stride's offset to the end of each page.
+        """
+        stride_ix = C.mpwrq_get_cqe_stride_index(cqe)
+        frag_offset = (stride_ix << self.cfg.log_stride_sz) & (PAGE_SIZE - 1)
+        headlen = min(MLX5E_RX_MAX_HEAD, len(data))
+        if ops is not None:
+            linear_hr, lin, frame_sz = XDP_PACKET_HEADROOM, b"", mlx5_skb_frag_sz(
+                XDP_PACKET_HEADROOM + MLX5E_RX_MAX_HEAD)
+            rest = data
+        else:
+            linear_hr, lin = NET_SKB_PAD, data[:headlen]
+            frame_sz = mlx5_skb_frag_sz(skb_data_align(NET_SKB_PAD + MLX5E_RX_MAX_HEAD))
+            rest = data[headlen:]
+            frag_offset = (frag_offset + headlen) & (PAGE_SIZE - 1)
+        X.mlx5e_fill_mxbuf(self, cqe, _page_with(lin, linear_hr), 0, linear_hr, frame_sz,
+                           len(lin), self.mxbuf, trace)
+        while rest:
+            n = min(PAGE_SIZE - frag_offset, len(rest))
+            truesize = -(-n // (1 << self.cfg.log_stride_sz)) * (1 << self.cfg.log_stride_sz)
+            self._add_frag(_page_with(rest[:n], frag_offset), frag_offset, n, truesize, trace)
+            rest, frag_offset = rest[n:], 0
+        if ops is not None and self._run_xdp(ops, rec, trace):
+            return False
+        self._skb(rec, self.mxbuf, True)
+        return True
+
+    def _add_frag(self, page: Page, offset: int, size: int, truesize: int,
+                  trace: Trace | None) -> None:
+        """MLX5-XDP-003: ``mlx5e_add_skb_shared_info_frag``."""
+        if not xdp_buff_add_frag(self.mxbuf, page, offset, size, truesize,
+                                 try_coalesce=False, trace=trace):
+            raise StateViolation("more fragments than MAX_SKB_FRAGS", obj="mlx5e_rq",
+                                 rule="MLX5-XDP-003")
+
+    def counters(self) -> dict[str, int]:
+        return ethtool(self.stats, self.xdpsq.stats)
+
+
+def _page_with(data: bytes, offset: int) -> Page:
+    page = Page.zeroed(PAGE_SIZE)
+    page.data[offset : offset + len(data)] = data
+    return page
+
+
+def packet_bytes(frame: bytes, cqe: C.mlx5_cqe64) -> bytes:
+    """The bytes the device wrote: the frame, minus the outer tag when it was stripped."""
+    return frame[:12] + frame[16:] if C.cqe_has_vlan(cqe) else frame
+
+
+@attrs.frozen
+class DriverRun:
+    completions: tuple[Completion, ...]
+    polls: tuple[PollResult, ...]
+    stats: dict[str, int]
+    records: tuple[dict[str, Any], ...]
+    counters: dict[str, int]
+    pages: dict[str, int]
+    #: Per record: whether the handler got the RQ's decompression title (a packet of a
+    #: compressed session, MLX5-KF-003) rather than a CQE from the ring; for attribution.
+    from_title: tuple[bool, ...]
+
+
+def run(
+    config: DeviceConfig,
+    frames: Sequence[bytes],
+    rq_cfg: RqConfig,
+    program_for: Callable[[int], Ops | None],
+    budget: int = 64,
+    *,
+    timestamps: Sequence[int] | None = None,
+    start: int = 0,
+    trace: Trace | None = None,
+) -> DriverRun:
+    """MLX5-RX-003: NAPI polls (XDP-SQ completions, then the RX CQ with the handlers)
+    until every completion was handled, then one last XDP-SQ completion pass."""
+    device = Mlx5Device(config, pc=start)
+    cq = Mlx5eRxCq(rq_params(config), cc=start)
+    ring = new_ring(config.log_cq_size, start)
+    rq = Mlx5eRq(rq_cfg)
+    completions = device.receive(list(frames), None if timestamps is None else list(timestamps),
+                                 trace)
+    records: list[dict[str, Any]] = []
+    cleared: list[bool] = []
+
+    def handler(cqe: C.mlx5_cqe64) -> None:
+        comp = completions[len(records)]
+        rec = rq.handle_cqe(cqe, packet_bytes(frames[comp.frame], cqe) if comp.frame >= 0
+                            else b"", program_for(comp.frame) if comp.frame >= 0 else None,
+                            trace)
+        rec["frame"] = comp.frame
+        records.append(rec)
+        cleared.append(cqe is cq.cqd.title)
+
+    polls: list[PollResult] = []
+    while True:
+        wrote = device.write(ring, cq.cc, trace)
+        before = cq.cc
+        rq.poll_xdpsq(trace)
+        result = cq.poll(ring, budget, handler, trace=trace)
+        if result.work_done:
+            polls.append(result)
+            rq.xdp_rx_poll_complete()
+        if device.pending == 0 and cq.cc == device.pc:
+            break
+        if not wrote and cq.cc == before:
+            raise StateViolation("no progress: the budget is smaller than an enhanced session",
+                                 obj="mlx5 run", rule="MLX5-CQ-004")
+    rq.poll_xdpsq(trace)
+    return DriverRun(tuple(completions), tuple(polls), cq.stats(), tuple(records),
+                     rq.counters(), dict(rq.pages), tuple(cleared))
