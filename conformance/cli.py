@@ -42,13 +42,17 @@ def _parser() -> argparse.ArgumentParser:
     fixtures_cli.add_parser(sub, suite_options=_suite_options)
 
     e = sub.add_parser("explain", help="narrate the reference's decisions for frames in a pcap")
-    e.add_argument("pcap", type=Path, help="a pcap or pcapng file of Ethernet frames")
+    e.add_argument("pcap", type=Path, nargs="?", default=None,
+                   help="a pcap or pcapng file of Ethernet frames (omit for event-driven "
+                        "components such as cpumap)")
     e.add_argument("--driver", default="xdp", metavar="NAME",
                    help="the driver or component whose path to narrate (default: xdp)")
     e.add_argument("--config", default="{}", metavar="JSON",
                    help="the component's config as JSON text, or @FILE")
     e.add_argument("--program", default=None, metavar="JSON",
                    help="an XDP op list as JSON text, or @FILE (default: return XDP_PASS)")
+    e.add_argument("--events", default=None, metavar="JSON",
+                   help="the scenario's events as JSON text, or @FILE (see PROTOCOL.md)")
 
     r = sub.add_parser("replay", help="run one scenario (JSON) on a target and compare")
     r.add_argument("scenario", help="the scenario as JSON text, or @FILE")
@@ -285,13 +289,15 @@ def explain(args: argparse.Namespace) -> int:
         print(f"rx-oracle: {args.driver} has no explain yet", file=sys.stderr)
         return EXIT_ERROR
     try:
-        frames = tuple(bytes(p) for p in rdpcap(str(args.pcap)))
+        frames = tuple(bytes(p) for p in rdpcap(str(args.pcap))) if args.pcap else ()
         config = _json_arg(args.config)
         program = _json_arg(args.program) if args.program else None
+        events = _json_arg(args.events) if args.events else []
     except (OSError, ValueError) as exc:
         print(f"rx-oracle: cannot read the input: {exc}", file=sys.stderr)
         return EXIT_ERROR
     scenario = Scenario(component=args.driver, config=config, frames=frames,
+                        events=tuple(events),
                         program=tuple(program) if program is not None else None)
     try:
         print(narrate(scenario))

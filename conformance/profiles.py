@@ -46,8 +46,29 @@ PROFILES: dict[str, settings] = {
 DEFAULT_PROFILE = "ci"
 
 
+def ignore_local_constants() -> None:
+    """Make generation independent of which of our modules happen to be imported.
+
+    Recent hypothesis versions also draw literal constants found in every loaded local
+    module.  That set depends on import order and on how xdist spreads tests, so a
+    derandomized run would change whenever any module changes, or between workers;
+    golden fixtures would drift for unrelated edits.  The suite's strategies already
+    aim at the interesting values, so the model turns the feature off (internal API:
+    if it moves, nothing breaks, generation is merely less stable).
+    """
+    try:
+        from hypothesis.internal.conjecture import providers
+        from hypothesis.internal.constants_ast import Constants
+    except ImportError:  # pragma: no cover - a hypothesis without the feature
+        return
+    if hasattr(providers, "_get_local_constants"):
+        empty = Constants()
+        providers._get_local_constants = lambda: empty
+
+
 def register_profiles() -> None:
     """Register every profile and load the one the environment asks for."""
+    ignore_local_constants()
     for name, profile in PROFILES.items():
         settings.register_profile(name, profile)
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", DEFAULT_PROFILE))

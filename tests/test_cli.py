@@ -60,3 +60,14 @@ def test_replay_compares_one_scenario() -> None:
     assert result.returncode == 0 and "checked 3 fields" in result.stdout
     bad = _cli("replay", "{not json")
     assert bad.returncode == 2 and "bad scenario" in bad.stderr
+
+
+@pytest.mark.rule("TRACE-001", "CPUMAP-FATE-001", "SKB-BUILD-003", "SKB-BUILD-004")
+def test_explain_narrates_a_frame_through_cpumap_to_skb_free() -> None:
+    events = json.dumps([{"op": "rx", "n": 8}, {"op": "kthread", "n": 2}, {"op": "free", "n": 8}])
+    result = _cli("explain", "--driver", "cpumap", "--events", events)
+    assert result.returncode == 0, result.stderr
+    assert "'freed': 8" in result.stdout and "pp_recycle = True" in result.stdout
+    old = _cli("explain", "--driver", "cpumap", "--events", events, "--config",
+               '{"pre_v6_4": true}')
+    assert old.returncode == 0 and "no recycle mark (SKB-BUILD-004)" in old.stdout

@@ -21,6 +21,7 @@ from conformance.strategies.frames import (
 )
 
 __all__ = [
+    "cpumap_scenarios",
     "ethernet_frames",
     "fec_scenarios",
     "frames",
@@ -44,6 +45,7 @@ _LAZY = {
     "page_pool_scenarios": ("conformance.components.page_pool", "scenarios"),
     "fec_scenarios": ("conformance.components.fec", "scenarios"),
     "mlx5_scenarios": ("conformance.components.mlx5", "scenarios"),
+    "cpumap_scenarios": ("conformance.components.cpumap", "scenarios"),
 }
 
 

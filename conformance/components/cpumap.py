@@ -1,0 +1,215 @@
+"""The ``cpumap`` component: page_pool RX on CPU A redirected through a cpumap entry to
+CPU B, skbs built there and freed by the stack (reference: ``reference/cpumap_sim.py``).
+
+config:  ``cpu_a`` (0), ``cpu_b`` (1), ``qsize`` (cpumap entry ring), ``pool_size`` (the
+         source page_pool's ptr_ring), ``mem_type`` (2 page_pool, 1 order-0),
+         ``pre_v6_4`` (kernel before "xdp: recycle Page Pool backed skbs built from XDP
+         frames"), ``free_cpu`` (CPU the stack frees skbs on; absent: CPU B),
+         ``frame_len``.
+events:  the schedule: ``{"op": "rx", "n": N}`` (one NAPI poll on CPU A receiving N
+         packets, all redirected), ``{"op": "kthread", "n": K}`` (K kthread iterations on
+         CPU B), ``{"op": "free", "n": N}`` (the stack frees the N oldest skbs).
+observables: ``packets[i]``: ``fate`` (bulk, ring, gro, stack, freed, dropped:REASON),
+         ``pp_recycle`` (the skb's mark, null without an skb), ``free_path`` (page_pool or
+         put_page for the head page of a freed skb, else null); ``direct``: alloc-cache
+         pushes by CPU (source_cpu, destination_cpu, other); ``cpumap``: tracepoint sums
+         and GRO flushes; ``stats``: the source pool's ``rx_pp_*`` counters; ``pool``:
+         hold/release/inflight; ``ledger``: steps checked and problems found; ``counts``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import strategies as st
+
+from conformance.components import Component
+from conformance.scenario import Scenario
+from reference.cpumap_sim import CpumapSim, SimConfig
+from reference.page_pool.stats import ethtool_stats
+from reference.skb import pp_page_of
+from reference.trace import Trace
+from reference.xdp.mem import MemType
+
+
+def config_of(scenario: Scenario) -> SimConfig:
+    cfg = scenario.config
+    free_cpu = cfg.get("free_cpu")
+    return SimConfig(
+        cpu_a=int(cfg.get("cpu_a", 0)), cpu_b=int(cfg.get("cpu_b", 1)),
+        qsize=int(cfg.get("qsize", 64)), pool_size=int(cfg.get("pool_size", 256)),
+        mem_type=int(cfg.get("mem_type", MemType.MEM_TYPE_PAGE_POOL)),
+        pre_v6_4=bool(cfg.get("pre_v6_4", False)),
+        free_cpu=None if free_cpu is None else int(free_cpu),
+        frame_len=int(cfg.get("frame_len", 64)),
+    )
+
+
+def schedule_of(scenario: Scenario) -> list[tuple[str, int]]:
+    return [(str(ev["op"]), int(ev["n"])) for ev in scenario.events]
+
+
+def simulate(scenario: Scenario, trace: Trace | None = None) -> CpumapSim:
+    sim = CpumapSim(config_of(scenario), trace)
+    sim.run(schedule_of(scenario))
+    return sim
+
+
+def observe(sim: CpumapSim) -> dict[str, Any]:
+    """The observables of a finished run (see the module docstring)."""
+    fates = sim.fates()
+    packets = []
+    for i, fate in enumerate(fates):
+        skb = sim._skb_of.get(i)
+        head = sim.head_free.get(i)
+        packets.append({"fate": fate, "pp_recycle": None if skb is None else skb.pp_recycle,
+                        "free_path": None if head is None else head.path.value})
+    enq = sim.cpumap.enqueue_traces
+    kt = sim.cpumap.kthread_traces
+    pool = sim.pool
+    return {
+        "packets": packets,
+        "direct": sim.direct_pushes(),
+        "cpumap": {
+            "enqueue": {"processed": sum(t.processed for t in enq),
+                        "drops": sum(t.drops for t in enq)},
+            "kthread": {"processed": sum(t.processed for t in kt),
+                        "drops": sum(t.drops for t in kt),
+                        "sched": sum(t.sched for t in kt)},
+            "gro_flushes": sim.entry.gro_flushes,
+        },
+        "stats": ethtool_stats(pool.stats()),
+        "pool": {"hold": pool.pages_state_hold_cnt, "release": pool.pages_state_release_cnt,
+                 "inflight": pool.inflight()},
+        "ledger": {"steps_checked": sim.steps_checked, "problems": len(sim.ledger_problems())},
+        "counts": {"received": len(fates), "rx_alloc_failures": sim.rx_alloc_failures,
+                   "freed": fates.count("freed"),
+                   "dropped": sum(f.startswith("dropped:") for f in fates),
+                   "queued": sum(f in ("bulk", "ring", "gro", "stack") for f in fates)},
+    }
+
+
+def expected(scenario: Scenario) -> dict[str, Any]:
+    return observe(simulate(scenario))
+
+
+FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("packets[*].fate", ("CPUMAP-FATE-001",)),
+    ("packets[*].pp_recycle", ("SKB-BUILD-003",)),
+    ("packets[*].free_path", ("SKB-FREE-001", "SKB-FREE-002")),
+    ("direct.*", ("CPUMAP-SIM-003",)),
+    ("cpumap.enqueue.*", ("CPUMAP-ENQ-003",)),
+    ("cpumap.kthread.*", ("CPUMAP-KT-005",)),
+    ("cpumap.gro_flushes", ("CPUMAP-KT-004",)),
+    ("stats.*", ("CPUMAP-SIM-004",)),
+    ("pool.*", ("CPUMAP-SIM-004",)),
+    ("ledger.*", ("CPUMAP-SIM-002",)),
+    ("counts.*", ("CPUMAP-FATE-001",)),
+)
+
+
+#: Checked on every scenario by the engine and the observables, whatever the trace says.
+ALWAYS_APPLIED = frozenset({"CPUMAP-FATE-001", "CPUMAP-SIM-002", "CPUMAP-SIM-003",
+                            "CPUMAP-SIM-004"})
+
+
+def applied(scenario: Scenario) -> set[str]:
+    trace = Trace()
+    simulate(scenario, trace)
+    return set(trace.rules()) | ALWAYS_APPLIED
+
+
+def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
+    """The recycle mark of a pre-v6.4 page_pool run is governed by the release rule."""
+    cfg = config_of(scenario)
+    pre = cfg.pre_v6_4 and cfg.mem_type == MemType.MEM_TYPE_PAGE_POOL
+
+    def rules(path: str) -> tuple[str, ...]:
+        if pre and path.startswith("packets[") and path.endswith(".pp_recycle"):
+            return ("SKB-BUILD-004",)
+        return ()
+
+    return rules
+
+
+def explain(scenario: Scenario) -> str:
+    """Narrate the first packet's trip RX → cpumap → skb → free, with the rule ids."""
+    sim = simulate(scenario)
+    cfg = sim.config
+    fates = sim.fates()
+    summary = {f: fates.count(f) for f in sorted(set(fates))}
+    lines = [f"cpumap scenario: {len(fates)} packets received on CPU {cfg.cpu_a}, "
+             f"redirected to CPU {cfg.cpu_b}; fates {summary} (CPUMAP-FATE-001)"]
+    if not fates:
+        return "\n".join(lines)
+    frame = sim.frames[0]
+    page = pp_page_of(frame.page)
+    source = "page_pool" if cfg.mem_type == MemType.MEM_TYPE_PAGE_POOL else "order-0 page"
+    lines.append(f"packet 0: {source} pfn {page.pfn:#x} on CPU {cfg.cpu_a}, XDP_REDIRECT, "
+                 "frame written at data_hard_start (CPUMAP-SIM-001)")
+    lines.append(f"  cpu_map_enqueue: bulk queue of CPU {cfg.cpu_a} (8 frames), flushed "
+                 "into the entry ring at xdp_do_flush (CPUMAP-ENQ-001, CPUMAP-ENQ-004)")
+    fate = fates[0]
+    frees = [*sim.cpumap.frees, *sim.frees]
+    first_free = next((f for f in frees if f.page is page), None)
+    if fate.startswith("dropped:"):
+        by_reason = {"dropped:ring_full": "CPUMAP-ENQ-002",
+                     "dropped:kmem_alloc": "CPUMAP-KT-003"}
+        lines.append(f"  {fate} ({by_reason.get(fate, 'CPUMAP-KT-002')})")
+    elif fate in ("bulk", "ring"):
+        lines.append(f"  still queued in the {fate} at the end (CPUMAP-FATE-001)")
+    else:
+        skb = sim._skb_of[0]
+        lines.append(f"  kthread on CPU {cfg.cpu_b}: skb built around the buffer, len "
+                     f"{skb.len}, protocol {skb.protocol:#06x}, CHECKSUM_NONE, no hash, "
+                     "queue 0 (SKB-BUILD-001, SKB-BUILD-002)")
+        if cfg.pre_v6_4 and cfg.mem_type == MemType.MEM_TYPE_PAGE_POOL:
+            lines.append("  pre-v6.4: page released from its pool, no recycle mark "
+                         "(SKB-BUILD-004)")
+        else:
+            lines.append(f"  pp_recycle = {skb.pp_recycle} (SKB-BUILD-003)")
+        if fate in ("gro", "stack"):
+            lines.append(f"  held in {fate}, not freed yet (CPUMAP-KT-004)")
+    if first_free is not None:
+        rule = "SKB-FREE-001" if first_free.outcome is not None else "SKB-FREE-002"
+        what = first_free.outcome.value if first_free.outcome is not None else "put_page"
+        lines.append(f"  page freed on CPU {first_free.cpu}: {first_free.path.value} -> "
+                     f"{what} ({rule}; locality CPUMAP-SIM-003, CPUMAP-KT-006)")
+    st_ = sim.pool.stats()
+    lines.append(f"source pool: alloc slow {st_.alloc_stats.slow}, refill "
+                 f"{st_.alloc_stats.refill}, recycle ring {st_.recycle_stats.ring}, cached "
+                 f"{st_.recycle_stats.cached}, released {sim.pool.pages_state_release_cnt} "
+                 "(CPUMAP-SIM-004)")
+    return "\n".join(lines)
+
+
+COMPONENT = Component(name="cpumap", expected=expected, field_rules=FIELD_RULES,
+                      attribute=attribute, applied=applied)
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> Scenario:
+    """Offered load, service ratio, a schedule and the kernel switch."""
+    config: dict[str, Any] = {
+        "qsize": draw(st.sampled_from([8, 16, 64])),
+        "pool_size": draw(st.sampled_from([16, 64, 256])),
+        "mem_type": draw(st.sampled_from([int(MemType.MEM_TYPE_PAGE_POOL)] * 3
+                                         + [int(MemType.MEM_TYPE_PAGE_ORDER0)])),
+        "pre_v6_4": draw(st.booleans()),
+    }
+    if draw(st.integers(0, 3)) == 0:
+        config["free_cpu"] = 0  # the stack frees on the source CPU (the pool's NAPI CPU)
+    load = draw(st.integers(1, 40))  # packets per poll
+    ratio = draw(st.sampled_from([0, 1, 2, 4]))  # kthread iterations per poll
+    events: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(1, 12))):
+        events.append({"op": "rx", "n": draw(st.integers(0, load))})
+        if ratio:
+            events.append({"op": "kthread", "n": draw(st.integers(0, ratio))})
+        if draw(st.booleans()):
+            events.append({"op": "free", "n": draw(st.integers(0, 3 * load))})
+    events.append({"op": "kthread", "n": draw(st.integers(0, 20))})
+    events.append({"op": "free", "n": draw(st.integers(0, 200))})
+    return Scenario(component="cpumap", config=config, events=tuple(events),
+                    rules=("CPUMAP-FATE-001", "CPUMAP-SIM-002"))

@@ -1,0 +1,23 @@
+"""cpumap properties: the same schedule gives every redirected packet the same fate, the
+same recycle marks and free paths, the same alloc-cache pushes by CPU, the same
+tracepoint sums and pool counters, and a page ledger that holds at every step; under
+both kernel switches (v6.4+ recycling and the pre-v6.4 release)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+
+from conformance.check import TargetSession, check
+from conformance.components import cpumap
+from conformance.scenario import Scenario
+
+COMPONENT = cpumap.COMPONENT
+
+
+@pytest.mark.rule("CPUMAP-FATE-001", "CPUMAP-SIM-002", "CPUMAP-SIM-003", "CPUMAP-SIM-004",
+                  "CPUMAP-ENQ-003", "CPUMAP-KT-004", "CPUMAP-KT-005", "SKB-BUILD-003",
+                  "SKB-BUILD-004", "SKB-FREE-001", "SKB-FREE-002")
+@given(scenario=cpumap.scenarios())
+def test_cpumap_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
+    check(rx_target, scenario, COMPONENT)

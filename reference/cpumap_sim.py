@@ -1,0 +1,275 @@
+"""A deterministic two-CPU scenario: page_pool RX on CPU A, XDP_REDIRECT into a cpumap
+entry on CPU B, skbs built and freed on CPU B (rules CPUMAP-SIM-*, CPUMAP-FATE-001).
+
+The engine runs a *schedule*, a list of steps, each on one CPU:
+
+* ``("rx", n)``: one NAPI poll on CPU A receiving ``n`` packets.  Each packet takes a
+  page (page_pool with NAPI owner A, or an order-0 page when the source's memory type
+  is ``MEM_TYPE_PAGE_ORDER0``), becomes an ``xdp_buff``, its program returns
+  XDP_REDIRECT and the frame goes to ``cpu_map_enqueue``; the poll ends with
+  ``xdp_do_flush`` (``__cpu_map_flush``).
+* ``("kthread", k)``: ``k`` iterations of the cpumap kthread on CPU B.
+* ``("free", n)``: the stack frees the ``n`` oldest skbs passed up (``napi_consume_skb``)
+  on ``free_cpu`` (B by default), in softirq.
+
+After every step the engine checks page conservation across CPUs (CPUMAP-SIM-002).
+The pool's counters then follow CPUMAP-SIM-004, and a schedule where CPU B keeps up
+reproduces the seed's steady states under both kernel switches (CPUMAP-SIM-005).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from reference import page_pool as pp
+from reference.cpumap import DROP_REASONS, CpuMap, CpuMapEntry
+from reference.errors import InvalidConfig
+from reference.skb import PageFree, SkBuff, napi_consume_skb, pp_page_of
+from reference.trace import Trace, emit
+from reference.xdp.actions import XdpAction
+from reference.xdp.buff import XdpBuff, xdp_init_buff, xdp_prepare_buff
+from reference.xdp.frame import XdpFrame, xdp_convert_buff_to_frame
+from reference.xdp.mem import MemType, XdpMemInfo
+from reference.xdp.memory import Page as XPage
+from reference.xdp.rxq import NetDev, XdpRxqInfo
+
+PAGE_SIZE = 4096
+XDP_PACKET_HEADROOM = 256
+DEV_RX_IFINDEX = 2
+
+#: Where a received packet is (CPUMAP-FATE-001): exactly one at every step.
+FATES = ("bulk", "ring", "gro", "stack", "freed", *(f"dropped:{r}" for r in DROP_REASONS))
+
+
+@attrs.frozen
+class SimConfig:
+    """What a scenario fixes (CPUMAP-SIM-001)."""
+
+    cpu_a: int = 0
+    cpu_b: int = 1
+    qsize: int = 64
+    pool_size: int = 256
+    mem_type: int = MemType.MEM_TYPE_PAGE_POOL
+    pre_v6_4: bool = False
+    free_cpu: int | None = None  # None: CPU B
+    frame_len: int = 64
+    second_prog: tuple[dict[str, Any], ...] | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.cpu_a == self.cpu_b:
+            raise InvalidConfig("source and destination CPUs must differ", field="cpu_b",
+                                value=self.cpu_b, rule="CPUMAP-SIM-001")
+        if self.mem_type not in (MemType.MEM_TYPE_PAGE_POOL, MemType.MEM_TYPE_PAGE_ORDER0):
+            raise InvalidConfig("source memory is page_pool or order-0", field="mem_type",
+                                value=self.mem_type, rule="CPUMAP-SIM-001")
+        if not 60 <= self.frame_len <= 1500:
+            raise InvalidConfig("frame length 60..1500", field="frame_len",
+                                value=self.frame_len, rule="CPUMAP-SIM-001")
+
+
+def _frame_bytes(index: int, length: int) -> bytes:
+    """An Ethernet/IPv6 frame of ``length`` bytes carrying its index (content is opaque
+    to everything this area models except ``eth_type_trans``)."""
+    head = b"\x02\x00\x00\x00\x00\x01" + b"\x02\x00\x00\x00\x00\x02" + b"\x86\xdd"
+    body = index.to_bytes(4, "big")
+    return (head + body).ljust(length, b"\x00")
+
+
+class CpumapSim:
+    """The engine (CPUMAP-SIM-001).  Read its state through the attributes; every step
+    keeps the cross-CPU ledger (CPUMAP-SIM-002) and the frame fates (CPUMAP-FATE-001)."""
+
+    def __init__(self, config: SimConfig, trace: Trace | None = None) -> None:
+        self.config = config
+        self.trace = trace
+        self.allocator = pp.PageAllocator()
+        self.napi = pp.NapiStruct(list_owner=config.cpu_a)
+        created = pp.page_pool_create(
+            pp.PagePoolParams(flags=pp.PP_FLAG_DMA_MAP | pp.PP_FLAG_DMA_SYNC_DEV,
+                              pool_size=config.pool_size, max_len=PAGE_SIZE
+                              - XDP_PACKET_HEADROOM, offset=XDP_PACKET_HEADROOM,
+                              dma_dir=pp.DMA_FROM_DEVICE, napi=self.napi,
+                              dev=pp.DmaDevice(record=False)),
+            allocator=self.allocator)
+        assert created.pool is not None
+        self.pool: pp.PagePool = created.pool
+        self.rxq = XdpRxqInfo(dev=NetDev(DEV_RX_IFINDEX), mem=XdpMemInfo(type=config.mem_type))
+        self.cpumap = CpuMap(max(config.cpu_a, config.cpu_b) + 1, [config.cpu_a, config.cpu_b],
+                             pre_v6_4=config.pre_v6_4)
+        rc = self.cpumap.update_elem(config.cpu_b, config.qsize)
+        if rc:
+            raise InvalidConfig("cpumap entry refused", field="qsize", value=config.qsize,
+                                rule="CPUMAP-MAP-001")
+        entry = self.cpumap.lookup(config.cpu_b)
+        assert entry is not None
+        self.entry: CpuMapEntry = entry
+        if config.second_prog is not None:
+            entry.prog = config.second_prog
+        self._xpages: dict[int, XPage] = {}
+        self.frames: list[XdpFrame] = []  # received packet index -> its frame
+        self._index: dict[int, int] = {}  # id(frame) -> packet index
+        self._skb_of: dict[int, SkBuff] = {}  # packet index -> skb
+        self._skb_index: dict[int, int] = {}  # id(skb) -> packet index
+        self.freed: set[int] = set()
+        self.rx_alloc_failures = 0
+        self.frees: list[PageFree] = []  # stack frees
+        self.head_free: dict[int, PageFree] = {}  # packet index -> how its head page went
+        self.steps_checked = 0
+
+    # ------------------------------------------------------------------ memory
+
+    def _xpage(self, page: pp.Page) -> XPage:
+        """The bytes of a page (one bytearray per pfn, as the memory itself)."""
+        x = self._xpages.get(page.pfn)
+        if x is None or x.handle is not page:
+            x = self._xpages[page.pfn] = XPage.zeroed(PAGE_SIZE, handle=page)
+        return x
+
+    def _ctx(self, cpu: int) -> pp.Context:
+        return pp.Context.softirq(cpu=cpu)
+
+    # ------------------------------------------------------------------ steps
+
+    def rx(self, n: int) -> None:
+        """One NAPI poll on CPU A receiving ``n`` packets (CPUMAP-SIM-001)."""
+        ctx = self._ctx(self.config.cpu_a)
+        for _ in range(n):
+            if self.config.mem_type == MemType.MEM_TYPE_PAGE_POOL:
+                page = self.pool.alloc_pages(ctx)
+            else:
+                page = self.allocator.alloc_pages_node(0, 0, 0)
+            if page is None:
+                self.rx_alloc_failures += 1
+                continue
+            index = len(self.frames)
+            xpage = self._xpage(page)
+            data = _frame_bytes(index, self.config.frame_len)
+            start = XDP_PACKET_HEADROOM
+            xpage.data[start : start + len(data)] = data
+            xdp = XdpBuff()
+            xdp_init_buff(xdp, PAGE_SIZE, self.rxq)
+            xdp_prepare_buff(xdp, xpage, 0, XDP_PACKET_HEADROOM, len(data), True)
+            # The source program returns XDP_REDIRECT into the cpumap entry of CPU B.
+            frame = xdp_convert_buff_to_frame(xdp)
+            assert frame is not None  # 256 bytes of headroom always hold the frame
+            self.frames.append(frame)
+            self._index[id(frame)] = index
+            emit(self.trace, "CPUMAP-SIM-001", "packet received and redirected", index=index,
+                 pfn=page.pfn, action=int(XdpAction.XDP_REDIRECT))
+            self.cpumap.cpu_map_enqueue(self.entry, frame, DEV_RX_IFINDEX, ctx, self.trace)
+        self.cpumap.flush(ctx, self.trace)  # xdp_do_flush at the end of the poll
+
+    def kthread(self, k: int) -> None:
+        """``k`` kthread iterations on CPU B."""
+        for _ in range(k):
+            run = self.cpumap.kthread_run_once(self.entry, self.trace)
+            if run is None:
+                continue
+            for frame, skb in zip(run.frames, run.skbs, strict=True):
+                index = self._index[id(frame)]
+                self._skb_of[index] = skb
+                self._skb_index[id(skb)] = index
+
+    def free(self, n: int) -> None:
+        """The stack frees the ``n`` oldest skbs passed up, on ``free_cpu``."""
+        cpu = self.config.cpu_b if self.config.free_cpu is None else self.config.free_cpu
+        ctx = self._ctx(cpu)
+        stack = self.entry.stack
+        for _ in range(min(n, len(stack))):
+            skb = stack.pop(0)
+            released = napi_consume_skb(skb, 64, ctx, self.trace)
+            self.frees.extend(released)
+            index = self._skb_index[id(skb)]
+            self.freed.add(index)
+            self.head_free[index] = released[-1]
+
+    def run(self, schedule: Sequence[tuple[str, int]]) -> None:
+        for kind, count in schedule:
+            if kind == "rx":
+                self.rx(count)
+            elif kind == "kthread":
+                self.kthread(count)
+            elif kind == "free":
+                self.free(count)
+            else:
+                raise InvalidConfig("unknown step", field="schedule", value=kind,
+                                    rule="CPUMAP-SIM-001")
+            self.check()
+
+    # ------------------------------------------------------------------ observation
+
+    def fates(self) -> list[str]:
+        """Where each received packet is (CPUMAP-FATE-001)."""
+        where: dict[int, str] = {}
+        for bq in self.entry.bulkq.values():
+            for f in bq.q:
+                where[self._index[id(f)]] = "bulk"
+        for f in self.entry.queue:
+            where[self._index[id(f)]] = "ring"
+        for frame, reason in self.cpumap.drops:
+            where[self._index[id(frame)]] = f"dropped:{reason}"
+        skb_state = {id(s): "gro" for s in self.entry.gro}
+        skb_state.update({id(s): "stack" for s in self.entry.stack})
+        for index, skb in self._skb_of.items():
+            where[index] = "freed" if index in self.freed else skb_state[id(skb)]
+        return [where.get(i, "?") for i in range(len(self.frames))]
+
+    def holders(self) -> dict[int, list[str]]:
+        """pfn -> every place outside the pool that holds the page (CPUMAP-SIM-002)."""
+        out: dict[int, list[str]] = {}
+
+        def add(xpage: XPage, place: str) -> None:
+            out.setdefault(pp_page_of(xpage).pfn, []).append(place)
+
+        for bq in self.entry.bulkq.values():
+            for f in bq.q:
+                add(f.page, f"bulkq[{bq.cpu}]")
+        for f in self.entry.queue:
+            add(f.page, "cpumap_ring")
+        for s in self.entry.gro:
+            add(s.head, "gro")
+        for s in self.entry.stack:
+            add(s.head, "stack")
+        return out
+
+    def ledger_problems(self) -> list[str]:
+        """CPUMAP-SIM-002: each page in exactly one place across both CPUs."""
+        problems = pp.conservation_problems(self.pool, full=True)
+        holders = self.holders()
+        pages = {p.pfn: p for p in self.pool.pages()}
+        for pfn, places in holders.items():
+            if len(places) != 1:
+                problems.append(f"page {pfn:#x} held by {places}")
+        for pfn, page in pages.items():
+            loc = page.loc
+            held = pfn in holders
+            if loc is pp.Loc.IN_FLIGHT and not held:
+                problems.append(f"page {pfn:#x} in flight from the pool but held by nobody")
+            if loc in (pp.Loc.ALLOC_CACHE, pp.Loc.PTR_RING) and held:
+                problems.append(f"page {pfn:#x} parked in the pool and held by {holders[pfn]}")
+            if loc is pp.Loc.RELEASED and held and page.refcount != 1:
+                problems.append(f"released page {pfn:#x} held with refcount {page.refcount}")
+            if loc is pp.Loc.RELEASED and not held and page.refcount != 0:
+                problems.append(f"released page {pfn:#x} neither held nor freed")
+        return problems
+
+    def check(self) -> None:
+        problems = self.ledger_problems()
+        if problems:
+            raise AssertionError("cross-CPU page ledger broken:\n  " + "\n  ".join(problems))
+        self.steps_checked += 1
+
+    def direct_pushes(self) -> dict[str, int]:
+        """Alloc-cache pushes by where they happened (CPUMAP-SIM-003), from the free
+        records of the stack, the cpumap drops and the recycle-stats total."""
+        a, b = self.config.cpu_a, self.config.cpu_b
+        out = {"source_cpu": 0, "destination_cpu": 0, "other": 0}
+        for rec in [*self.frees, *self.cpumap.frees]:
+            if rec.outcome in (pp.PutOutcome.CACHED,):
+                key = ("source_cpu" if rec.cpu == a else
+                       "destination_cpu" if rec.cpu == b else "other")
+                out[key] += 1
+        return out
