@@ -4,38 +4,20 @@ tests/test_wrong_targets.py does for the other areas)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import wrong_targets_cpumap
+from test_wrong_targets import run_suite
 from wrong_targets import _Wrong
-
-TESTS = Path(__file__).resolve().parent
-
-
-def run_suite(target: str, tmp_path: Path) -> tuple[int, dict[str, str], str]:
-    report = tmp_path / "report.json"
-    cmd = [sys.executable, "-m", "conformance.cli", "conformance", "--target", target,
-           "--driver", "cpumap", "--report", str(report)]
-    path = os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])
-    env = {**os.environ, "PYTHONPATH": path}
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-    verdicts = {}
-    if report.exists():
-        verdicts = {r["rule"]: r["verdict"] for r in json.loads(report.read_text())["rules"]}
-    return proc.returncode, verdicts, proc.stdout + proc.stderr
 
 
 @pytest.mark.rule("SKB-BUILD-003", "CPUMAP-SIM-003")
 @pytest.mark.parametrize("wrong", wrong_targets_cpumap.ALL, ids=lambda cls: cls.__name__)
 def test_wrong_cpumap_target_is_caught_under_its_rule(wrong: type[_Wrong],
                                                      tmp_path: Path) -> None:
-    code, verdicts, output = run_suite(f"python:wrong_targets_cpumap:{wrong.__name__}",
-                                       tmp_path)
+    code, verdicts, output = run_suite(f"python:wrong_targets_cpumap:{wrong.__name__}", [],
+                                       tmp_path, ("cpumap",))
     failed = sorted(rule for rule, verdict in verdicts.items() if verdict == "fail")
     assert code == 1, output
     assert failed == sorted(wrong.BREAKS), output
@@ -43,6 +25,6 @@ def test_wrong_cpumap_target_is_caught_under_its_rule(wrong: type[_Wrong],
 
 @pytest.mark.rule("CPUMAP-FATE-001", "CPUMAP-SIM-002")
 def test_reference_passes_cpumap(tmp_path: Path) -> None:
-    code, verdicts, output = run_suite("reference", tmp_path)
+    code, verdicts, output = run_suite("reference", [], tmp_path, ("cpumap",))
     assert code == 0, output
     assert verdicts and all(v == "pass" for v in verdicts.values()), verdicts

@@ -14,8 +14,6 @@ from reference.xdp.mem import MemType
 from reference.xdp.memory import Page
 from reference.xdp.rxq import NetDev, XdpRxqInfo
 
-PASS_PROGRAM: tuple[Mapping[str, Any], ...] = ({"op": "return", "action": 2},)
-
 
 def run_on_buffer(
     frame: bytes, ops: tuple[Mapping[str, Any], ...], *, headroom: int, frame_sz: int,

@@ -15,8 +15,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 from conformance.components import Component
-from conformance.components.driver_xdp import PASS_PROGRAM, run_on_buffer
-from conformance.components.xdp import op_lists
+from conformance.components.driver_xdp import run_on_buffer
+from conformance.components.xdp import PASS_PROGRAM, op_lists
 from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames
 from reference import tun

@@ -21,7 +21,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from conformance.components.driver_xdp import PASS_PROGRAM
+from conformance.components.xdp import PASS_PROGRAM
 from conformance.scenario import Scenario
 from conformance.targets.base import Capabilities, TargetError
 
