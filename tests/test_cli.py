@@ -71,3 +71,23 @@ def test_explain_narrates_a_frame_through_cpumap_to_skb_free() -> None:
     old = _cli("explain", "--driver", "cpumap", "--events", events, "--config",
                '{"pre_v6_4": true}')
     assert old.returncode == 0 and "no recycle mark (SKB-BUILD-004)" in old.stdout
+
+
+@pytest.mark.rule("TRACE-001", "MLX5-DEV-002", "MLX5-CSUM-007", "MLX5-CSUM-003")
+def test_explain_mlx5_narrates_a_users_pcap(tmp_path: Path) -> None:
+    """No configuration needed: the default key is the published one, so the CQE's
+    rss_hash_result must be the published hash of this row."""
+    v = IPV4_VECTORS[0]
+    pcap = tmp_path / "mlx5.pcap"
+    wrpcap(str(pcap), [ETH / IP(src=v.src, dst=v.dst) / TCP(sport=v.sport, dport=v.dport)
+                       / (b"d" * 40)])
+    result = _cli("explain", "--driver", "mlx5", str(pcap))
+    assert result.returncode == 0, result.stderr
+    assert f"rss {v.hash_l3l4:#010x}" in result.stdout
+    assert "CHECKSUM_COMPLETE" in result.stdout and "page -> skb" in result.stdout
+    for rule in ("MLX5-DEV-002", "MLX5-CSUM-007", "MLX5-SKB-005", "MLX5-RX-001"):
+        assert rule in result.stdout
+    result = _cli("explain", "--driver", "mlx5", str(pcap), "--program",
+                  '[{"op": "return", "action": 1}]')
+    assert result.returncode == 0, result.stderr
+    assert "XDP verdict XDP_DROP" in result.stdout and "page -> drop" in result.stdout

@@ -12,7 +12,7 @@ from test_wrong_targets import run_suite
 from wrong_targets import _Wrong
 
 
-@pytest.mark.rule("MLX5-XDP-001", "MLX5-KF-003")
+@pytest.mark.rule("MLX5-XDP-001", "MLX5-KF-003", "MLX5-CSUM-003", "MLX5-CSUM-009")
 @pytest.mark.parametrize("wrong", wrong_targets_mlx5.ALL, ids=lambda cls: cls.__name__)
 def test_wrong_mlx5_target_is_caught_under_its_rule(wrong: type[_Wrong], tmp_path: Path) -> None:
     code, verdicts, output = run_suite(f"python:wrong_targets_mlx5:{wrong.__name__}", [],

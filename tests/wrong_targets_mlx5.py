@@ -13,6 +13,8 @@ from wrong_targets import _Wrong
 
 from conformance.scenario import Scenario
 from reference.mlx5 import cq as mlx5_cq
+from reference.mlx5 import rx as mlx5_rx
+from reference.mlx5 import skbmeta
 from reference.mlx5 import xdp as mlx5_xdp
 from reference.mlx5.cqe import mlx5_cqe64
 from reference.xdp.memory import Page
@@ -60,4 +62,46 @@ class Mlx5HashKeptOnMiniCqe(_Wrong):
         return correct
 
 
-ALL = (Mlx5StaleDataMeta, Mlx5HashKeptOnMiniCqe)
+class Mlx5CsumCompleteWithXdp(_Wrong):
+    """Opens the RQ without ``MLX5E_RQ_STATE_NO_CSUM_COMPLETE`` when an XDP program is
+    attached, so packets the program passed keep the CQE's sum as CHECKSUM_COMPLETE
+    (breaks MLX5-CSUM-003)."""
+
+    BREAKS = ("MLX5-CSUM-003",)
+
+    def run(self, scenario: Scenario) -> dict[str, Any]:
+        original = mlx5_rx.rq_state
+
+        def state(*, rxcsum: bool, xdp_prog: bool, pflag_no_csum_complete: bool,
+                  cqe_checksum_full: bool) -> Any:
+            return original(rxcsum=rxcsum, xdp_prog=False,
+                            pflag_no_csum_complete=pflag_no_csum_complete,
+                            cqe_checksum_full=cqe_checksum_full)
+
+        with mock.patch.object(mlx5_rx, "rq_state", state):
+            return super().run(scenario)
+
+
+class Mlx5NoTailPaddingFixup(_Wrong):
+    """Adds the in-packet VLAN headers to CHECKSUM_COMPLETE but not the Ethernet padding
+    after the IP packet (breaks MLX5-CSUM-009)."""
+
+    BREAKS = ("MLX5-CSUM-009",)
+
+    def run(self, scenario: Scenario) -> dict[str, Any]:
+        original = skbmeta._csum_fixup
+
+        def fixup(data: bytes, depth: int, proto: int, csum: int, stats: Any,
+                  trace: Any) -> int:
+            if proto == skbmeta.ETH_P_IP:
+                end = depth + int.from_bytes(data[depth + 2 : depth + 4], "big")
+            else:
+                end = depth + 40 + int.from_bytes(data[depth + 4 : depth + 6], "big")
+            return original(data[: max(end, depth)], depth, proto, csum, stats, trace)
+
+        with mock.patch.object(skbmeta, "_csum_fixup", fixup):
+            return super().run(scenario)
+
+
+ALL = (Mlx5StaleDataMeta, Mlx5HashKeptOnMiniCqe, Mlx5CsumCompleteWithXdp,
+       Mlx5NoTailPaddingFixup)

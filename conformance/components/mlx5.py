@@ -19,6 +19,14 @@ observables: ``packets[i]`` = every field of the i-th CQE the RX handler is call
          program got it, ``ops`` = op records with kfunc rc/values, ``verdict``,
          ``exception``, ``fate``, ``skb`` = what went up the stack), ``counters``
          (ethtool names) and ``pages`` (page fates).
+         Checksum and skb metadata keys: ``rx_path`` (run the RX handlers without a
+         program), ``rxcsum`` (NETIF_F_RXCSUM, default true), ``no_csum_complete`` (the
+         private flag), ``csum_full`` (the device's cqe_checksum_full), ``dev_addr`` (the
+         netdev's MAC, default 02:00:00:00:00:02), ``qpn`` (what the device writes into
+         ``sop_drop_qpn``). ``skb`` then also holds ``ip_summed``, ``csum`` (16-bit sum for
+         CHECKSUM_COMPLETE, else null), ``csum_level``, ``encapsulation``, ``hash``,
+         ``l4_hash``, ``hash_type``, ``vlan_present``/``vlan_proto``/``vlan_tci``, ``mark``,
+         ``hwtstamp`` (ns or null), ``protocol`` and ``pkt_type``.
 """
 
 from __future__ import annotations
@@ -28,15 +36,18 @@ from typing import Any
 
 import attrs
 from hypothesis import strategies as st
-from scapy.layers.inet import IP, TCP, UDP
-from scapy.layers.l2 import Dot1Q, Ether
-from scapy.packet import Raw
+from scapy.layers.inet import ICMP, IP, TCP, UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
+from scapy.layers.sctp import SCTP
+from scapy.packet import Packet, Raw
 
 from conformance.components import Component
 from conformance.scenario import Scenario
 from reference import rss
 from reference.mlx5 import cqe as C
-from reference.mlx5 import rx, sim
+from reference.mlx5 import rx, sim, skbmeta
+from reference.mlx5.counters import Mlx5eRqStats
 from reference.mlx5.device import Compression, DeviceConfig, RqType, TsFormat
 from reference.trace import Trace
 
@@ -57,6 +68,8 @@ def config_of(scenario: Scenario) -> DeviceConfig:
         mtu=int(cfg.get("mtu", 1500)),
         vlan_strip=bool(cfg.get("vlan_strip", False)),
         ts_format=TsFormat(str(cfg.get("ts_format", "free_running"))),
+        csum_full=bool(cfg.get("csum_full", False)),
+        qpn=int(cfg.get("qpn", 0)),
     )
 
 
@@ -79,11 +92,20 @@ def rq_config_of(scenario: Scenario) -> rx.RqConfig:
         xdpsq_size=int(cfg.get("xdpsq_size", 1024)),
         min_inline=bool(cfg.get("min_inline", False)),
         redirect_ok=bool(cfg.get("redirect_ok", True)),
+        rxcsum=bool(cfg.get("rxcsum", True)),
+        pflag_no_csum_complete=bool(cfg.get("no_csum_complete", False)),
+        cqe_checksum_full=bool(cfg.get("csum_full", False)),
+        dev_addr=bytes.fromhex(str(cfg.get("dev_addr", "020000000002")).replace(":", "")),
     )
 
 
 def has_program(scenario: Scenario) -> bool:
     return scenario.program is not None or bool(scenario.per_packet_programs)
+
+
+def runs_handlers(scenario: Scenario) -> bool:
+    """The RX handlers run (skbs, checksum, XDP) with a program or with ``rx_path``."""
+    return has_program(scenario) or bool(scenario.config.get("rx_path", False))
 
 
 def driver_run(scenario: Scenario, trace: Trace | None = None) -> rx.DriverRun:
@@ -104,7 +126,7 @@ _RECORD_KEYS = ("kind", "frame", "mxbuf", "ops", "verdict", "exception", "fate",
 def run(scenario: Scenario, trace: Trace | None = None) -> dict[str, Any]:
     """MLX5-COMP-005: device and driver on one ring, polled until drained."""
     cfg = scenario.config
-    if has_program(scenario):
+    if runs_handlers(scenario):
         d = driver_run(scenario, trace)
         cqes = [c for p in d.polls for c in p.cqes]
         return {
@@ -164,9 +186,25 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("xdp[*].verdict", ("MLX5-XDP-004",)),
     ("xdp[*].exception", ("MLX5-XDP-006",)),
     ("xdp[*].fate", ("MLX5-XDP-004",)),
+    ("xdp[*].skb.hash", ("MLX5-SKB-001",)),
+    ("xdp[*].skb.l4_hash", ("MLX5-SKB-001",)),
+    ("xdp[*].skb.hash_type", ("MLX5-SKB-001",)),
+    ("xdp[*].skb.vlan_*", ("MLX5-SKB-002",)),
+    ("xdp[*].skb.mark", ("MLX5-SKB-003",)),
+    ("xdp[*].skb.hwtstamp", ("MLX5-SKB-004",)),
+    ("xdp[*].skb.protocol", ("MLX5-SKB-005",)),
+    ("xdp[*].skb.pkt_type", ("MLX5-SKB-005",)),
+    ("xdp[*].skb.ip_summed", ("MLX5-CSUM-007",)),
+    ("xdp[*].skb.csum", ("MLX5-CSUM-007",)),
+    ("xdp[*].skb.csum_level", ("MLX5-CSUM-010",)),
+    ("xdp[*].skb.encapsulation", ("MLX5-CSUM-010",)),
     ("xdp[*].skb*", ("MLX5-XDP-004",)),
     ("counters.rx_packets", ("MLX5-RX-001",)),
     ("counters.rx_bytes", ("MLX5-RX-001",)),
+    ("counters.rx_removed_vlan_packets", ("MLX5-SKB-002",)),
+    ("counters.rx_csum_complete_tail*", ("MLX5-CSUM-009",)),
+    ("counters.rx_csum_complete", ("MLX5-CSUM-007",)),
+    ("counters.rx_csum_*", ("MLX5-CSUM-010",)),
     ("counters.rx_xdp_drop", ("MLX5-XDP-005",)),
     ("counters.rx_xdp_redirect", ("MLX5-XDP-009",)),
     ("counters.rx_xdp_tx_xmit", ("MLX5-XDP-007",)),
@@ -189,10 +227,11 @@ _FATE_RULES = {"drop": "MLX5-XDP-005", "tx": "MLX5-XDP-007", "redirect": "MLX5-X
 def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     """A kfunc record is governed by that kfunc's rule (the hash of a packet whose CQE
     the CQ reader cleared by MLX5-KF-003); a fate by the rule of the reference's fate."""
-    if not has_program(scenario):
+    if not runs_handlers(scenario):
         return lambda path: ()
     d = driver_run(scenario)
     real_time = config_of(scenario).ts_format is TsFormat.REAL_TIME
+    cqes = [c for p in d.polls for c in p.cqes]
 
     def rules(path: str) -> tuple[str, ...]:
         if not path.startswith("xdp["):
@@ -201,6 +240,8 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         if index >= len(d.records):
             return ()
         rec, rest = d.records[index], path.partition("]")[2]
+        if rest in (".skb.ip_summed", ".skb.csum") and rec["skb"] is not None:
+            return _csum_blame(scenario, cqes[index], rec["skb"], rest == ".skb.csum")
         if rest == ".fate":
             fate = _FATE_RULES.get(str(rec["fate"]))
             return (fate,) if fate else ()
@@ -217,6 +258,29 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         return ()
 
     return rules
+
+
+_CSUM_GATES = ("MLX5-CSUM-001", "MLX5-CSUM-002", "MLX5-CSUM-003", "MLX5-CSUM-004",
+               "MLX5-CSUM-005", "MLX5-CSUM-006")
+
+
+def _csum_blame(scenario: Scenario, cqe: C.mlx5_cqe64, skb: dict[str, Any],
+                value: bool) -> tuple[str, ...]:
+    """The rule behind one skb's checksum verdict: for ``ip_summed`` the gate that kept it
+    from CHECKSUM_COMPLETE (else MLX5-CSUM-007); for ``csum`` the last fix-up applied."""
+    rq = rx.Mlx5eRq(rq_config_of(scenario))
+    rq.xdp_prog = has_program(scenario)
+    trace = Trace()
+    skbmeta.mlx5e_handle_csum(cqe, rq.state, bytes.fromhex(skb["data"]), Mlx5eRqStats(),
+                              trace)
+    applied = set(trace.rules())
+    if value:
+        for rule in ("MLX5-CSUM-009", "MLX5-CSUM-008"):
+            if rule in applied:
+                return (rule,)
+        return ("MLX5-CSUM-007",)
+    gates = [r for r in _CSUM_GATES if r in applied]
+    return (gates[0],) if gates else ("MLX5-CSUM-007",)
 
 
 COMPONENT = Component(name="mlx5", expected=expected, field_rules=_FIELD_RULES,
@@ -240,8 +304,9 @@ def frames(draw: st.DrawFn) -> bytes:
 
 
 def scenarios() -> st.SearchStrategy[Scenario]:
-    """Step-1 (CQ only) and step-2 (RX handlers with a program) scenarios."""
-    return st.one_of(cq_scenarios(), xdp_scenarios(), xdp_scenarios(compressed_hash=True))
+    """CQ-only, RX handlers with a program, and checksum/skb-metadata scenarios."""
+    return st.one_of(cq_scenarios(), xdp_scenarios(), xdp_scenarios(compressed_hash=True),
+                     csum_scenarios())
 
 
 @st.composite
@@ -326,3 +391,145 @@ def xdp_scenarios(draw: st.DrawFn, *, compressed_hash: bool = False) -> Scenario
 
 
 frames_strategy = frames
+
+
+# --- checksum and skb metadata ------------------------------------------------------------
+
+_DSTS = ("02:00:00:00:00:02", "02:00:00:00:00:02", "02:00:00:00:00:09", "ff:ff:ff:ff:ff:ff",
+         "01:00:5e:00:00:01", "33:33:00:00:00:01")
+
+
+@st.composite
+def csum_frames(draw: st.DrawFn) -> bytes:
+    """Frames for the checksum decision: every L3/L4 kind it distinguishes, stacks of
+    in-packet tags (up to seven, one past what the driver walks), Ethernet padding after
+    the IP packet, wrong L4 checksums, short frames, 802.3 length frames, group and foreign
+    destination addresses."""
+    eth = Ether(src="02:00:00:00:00:01", dst=draw(st.sampled_from(_DSTS)))
+    kind = draw(st.sampled_from(["tcp4", "udp4", "tcp6", "udp6", "sctp4", "sctp6", "icmp4",
+                                 "arp", "llc"]))
+    body = Raw(b"p" * draw(st.integers(0, 160)))
+    bad: dict[str, Any] = {"chksum": 0x1234} if draw(st.integers(0, 5)) == 0 else {}
+    l3: Packet
+    if kind == "llc":
+        payload = draw(st.sampled_from([b"\xaa\xaa\x03", b"\xff\xff"])) + b"q" * 40
+        l3 = Raw(payload)
+        eth.type = len(payload)
+    elif kind == "arp":
+        l3 = ARP(psrc="10.0.0.1", pdst="10.0.0.2")
+    elif kind.endswith("4"):
+        ip = IP(src="10.0.0.1", dst="10.0.0.2")
+        l4 = {"tcp4": TCP(sport=1, dport=2, flags="A", **bad), "udp4": UDP(sport=3, dport=4, **bad),
+              "sctp4": SCTP(sport=5, dport=6), "icmp4": ICMP()}[kind]
+        l3 = ip / l4 / body
+    else:
+        ip6 = IPv6(src="fd00::1", dst="fd00::2")
+        l4 = {"tcp6": TCP(sport=1, dport=2, flags="A", **bad), "udp6": UDP(sport=3, dport=4, **bad),
+              "sctp6": SCTP(sport=5, dport=6)}[kind]
+        l3 = ip6 / l4 / body
+    ntags = draw(st.sampled_from([0, 0, 0, 1, 1, 2, 3, 6, 7]))
+    frame: Packet = eth
+    for i in range(ntags):
+        frame = frame / (Dot1AD(vlan=100 + i) if i == 0 and draw(st.booleans())
+                         else Dot1Q(vlan=200 + i))
+    raw = bytes(frame / l3)
+    pad = draw(st.sampled_from([0, 0, 0, 1, 3, 8, 9, 17]))
+    return raw + draw(st.binary(min_size=pad, max_size=pad))
+
+
+@st.composite
+def csum_scenarios(draw: st.DrawFn) -> Scenario:
+    """The RX handlers under every checksum switch: RXCSUM, the private flag, an attached
+    XDP program, a cqe_checksum_full device; with VLAN stripping, compression and both RQ
+    types from the CQ scenarios, and the timestamp filter."""
+    base = draw(cq_scenarios())
+    config = dict(base.config)
+    frames = tuple(draw(st.lists(csum_frames(), min_size=1, max_size=12)))
+    config.update(
+        rx_path=True,
+        mtu=1500,
+        rxcsum=draw(st.integers(0, 7)) > 0,
+        no_csum_complete=draw(st.integers(0, 5)) == 0,
+        csum_full=draw(st.integers(0, 3)) == 0,
+        rx_linear=draw(st.booleans()),
+        frag_size=draw(st.sampled_from([128, 256, 1024])),
+        hwtstamp=draw(st.sampled_from(["none", "all"])),
+        ts_format=draw(st.sampled_from(["free_running", "real_time"])),
+        timestamps=[draw(st.integers(0, 2**40)) for _ in frames],
+        qpn=draw(st.sampled_from([0, 0, 0x12345, 0xFFFFFF])),
+    )
+    program = None
+    if draw(st.integers(0, 4)) == 0:
+        program = ({"op": "return", "action": 2},)  # XDP_PASS: attached, changes nothing
+    return Scenario(component="mlx5", config=config, frames=frames, program=program,
+                    rules=("MLX5-CSUM-007", "MLX5-SKB-001"))
+
+
+# --- teaching ------------------------------------------------------------------------------
+
+_L3 = {0: "none", 1: "IPv6", 2: "IPv4"}
+_L4 = {0: "none", 1: "TCP (no ACK)", 2: "UDP", 3: "TCP (ACK, no data)", 4: "TCP (ACK + data)"}
+
+
+def _cqe_story(cqe: C.mlx5_cqe64) -> str:
+    ok = "+".join(n for n, b in (("L2", C.CQE_L2_OK), ("L3", C.CQE_L3_OK), ("L4", C.CQE_L4_OK))
+                  if cqe.hds_ip_ext & b) or "none"
+    vlan = f", stripped tag TCI {cqe.vlan_info:#06x}" if C.cqe_has_vlan(cqe) else ""
+    return (f"CQE: opcode {C.get_cqe_opcode(cqe)}, byte_cnt {cqe.byte_cnt:#x}, "
+            f"L3 {_L3.get(C.get_cqe_l3_hdr_type(cqe), '?')}, "
+            f"L4 {_L4.get(C.get_cqe_l4_hdr_type(cqe), '?')}, checks OK: {ok}, "
+            f"check_sum {cqe.check_sum:#06x}, rss {cqe.rss_hash_result:#010x} "
+            f"(type {cqe.rss_hash_type:#04x}){vlan}, timestamp {C.get_cqe_ts(cqe)}, "
+            f"wqe_counter {cqe.wqe_counter}  (MLX5-CQE-005..008)")
+
+
+def explain(scenario: Scenario) -> str:
+    """Narrate the path of each packet, rule by rule: what the device wrote, the CQE fields
+    and what they mean, the XDP verdict and kfunc results, the checksum verdict and why, the
+    skb metadata and where the page went.  The RX handlers always run (``rx_path``)."""
+    from conformance.vectors.ms_rss import MS_KEY
+
+    # A new user's pcap needs no configuration: the well-known RSS key, one ring.
+    defaults = {"key": MS_KEY.hex(), "indir": [0], "rx_path": True}
+    scenario = attrs.evolve(scenario, config={**defaults, **scenario.config})
+    trace = Trace()
+    d = driver_run(scenario, trace)
+    cqes = [c for p in d.polls for c in p.cqes]
+    cfg = scenario.config
+    lines = [
+        f"mlx5: {len(scenario.frames)} frame(s); RQ {cfg.get('rq_type', 'cyclic')}, "
+        f"compression {cfg.get('compression', 'none')}, VLAN strip "
+        f"{bool(cfg.get('vlan_strip', False))}, RXCSUM {bool(cfg.get('rxcsum', True))}, "
+        f"csum_full {bool(cfg.get('csum_full', False))}, XDP program "
+        f"{'attached' if has_program(scenario) else 'none'}",
+    ]
+    starts = [i for i, e in enumerate(trace.events)
+              if e.rule == "MLX5-RX-002" and e.what == "RX handler called"]
+    lines.append("device and CQ:")
+    lines += ["  " + e.render() for e in trace.events[: starts[0] if starts else None]
+              if e.rule.startswith(("MLX5-DEV", "MLX5-COMP", "MLX5-CQ"))]
+    for n, start in enumerate(starts):
+        end = starts[n + 1] if n + 1 < len(starts) else len(trace.events)
+        rec = d.records[n]
+        lines.append(f"packet {n} (frame {rec['frame']}, {rec['kind']}):")
+        lines.append("  " + _cqe_story(cqes[n]))
+        lines += ["  " + e.render() for e in trace.events[start + 1 : end]
+                  if not e.rule.startswith("PP-")]
+        skb = rec["skb"]
+        if rec["verdict"] is not None:
+            lines.append(f"  XDP verdict {rec['verdict']} (MLX5-XDP-004..009)")
+        if rec["kind"] == "packet":
+            lines.append(f"  page -> {rec['fate']}")
+        if skb is not None:
+            csum = "" if skb["csum"] is None else f" csum {skb['csum']:#06x}"
+            lines.append(
+                f"  skb: len {skb['len']} at headroom {skb['headroom']} "
+                f"({skb['nr_frags']} frags), {skb['ip_summed']}{csum} level {skb['csum_level']}, "
+                f"hash {skb['hash']:#010x} {skb['hash_type']}, vlan "
+                f"{skb['vlan_tci'] if skb['vlan_present'] else '-'}, mark {skb['mark']}, "
+                f"hwtstamp {skb['hwtstamp']}, protocol {skb['protocol']:#06x}, "
+                f"{skb['pkt_type']}")
+    lines.append("pages: " + ", ".join(f"{k} {v}" for k, v in d.pages.items()))
+    lines.append("counters: " + ", ".join(f"{k}={v}" for k, v in d.counters.items() if v))
+    lines.append("CQ: " + ", ".join(f"{k}={v}" for k, v in d.stats.items()))
+    return "\n".join(lines)

@@ -39,3 +39,15 @@ def test_mlx5_xdp_agrees_with_reference(rx_target: TargetSession, scenario: Scen
 def test_mlx5_rx_hash_on_compressed_sessions(rx_target: TargetSession,
                                              scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)
+
+
+# --- checksum and skb metadata ------------------------------------------------------------
+
+
+@pytest.mark.rule("MLX5-CSUM-001", "MLX5-CSUM-003", "MLX5-CSUM-004",
+                  "MLX5-CSUM-005", "MLX5-CSUM-006", "MLX5-CSUM-007", "MLX5-CSUM-008",
+                  "MLX5-CSUM-009", "MLX5-CSUM-010", "MLX5-SKB-001", "MLX5-SKB-002",
+                  "MLX5-SKB-003", "MLX5-SKB-004", "MLX5-SKB-005", "MLX5-DEV-014")
+@given(scenario=mlx5.csum_scenarios())
+def test_mlx5_skb_checksum_and_metadata(rx_target: TargetSession, scenario: Scenario) -> None:
+    check(rx_target, scenario, COMPONENT)

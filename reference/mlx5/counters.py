@@ -22,6 +22,15 @@ class Mlx5eRqStats:
     mpwqe_filler_cqes: int = 0
     mpwqe_filler_strides: int = 0
     oversize_pkts_sw_drop: int = 0
+    removed_vlan_packets: int = 0
+    csum_unnecessary: int = 0
+    csum_none: int = 0
+    csum_complete: int = 0
+    csum_complete_tail: int = 0
+    csum_complete_tail_slow: int = 0
+    csum_unnecessary_inner: int = 0
+    #: Counted by ``mlx5e_build_rx_skb`` but in no ethtool string of v6.17.
+    mcast_packets: int = 0
 
 
 @attrs.define
@@ -39,6 +48,13 @@ class Mlx5eXdpsqStats:
 ETHTOOL_NAMES: tuple[tuple[str, str, str], ...] = (
     ("rx_packets", "rq", "packets"),
     ("rx_bytes", "rq", "bytes"),
+    ("rx_removed_vlan_packets", "rq", "removed_vlan_packets"),
+    ("rx_csum_unnecessary", "rq", "csum_unnecessary"),
+    ("rx_csum_none", "rq", "csum_none"),
+    ("rx_csum_complete", "rq", "csum_complete"),
+    ("rx_csum_complete_tail", "rq", "csum_complete_tail"),
+    ("rx_csum_complete_tail_slow", "rq", "csum_complete_tail_slow"),
+    ("rx_csum_unnecessary_inner", "rq", "csum_unnecessary_inner"),
     ("rx_xdp_drop", "rq", "xdp_drop"),
     ("rx_xdp_redirect", "rq", "xdp_redirect"),
     ("rx_xdp_tx_xmit", "xdpsq", "xmit"),

@@ -61,6 +61,9 @@ class DeviceConfig:
 
     rss: rss.RssConfig
     rxcsum: bool = True
+    #: ``cqe_checksum_full`` capability: check_sum covers every byte after the Ethernet
+    #: header (MLX5-DEV-014); the driver then sets MLX5E_RQ_STATE_CSUM_FULL.
+    csum_full: bool = False
     vlan_strip: bool = False
     ts_format: TsFormat = TsFormat.FREE_RUNNING
     compression: Compression = Compression.NONE
@@ -236,6 +239,12 @@ def _timestamp(ts: int, fmt: TsFormat) -> tuple[int, int]:
     return ts >> 32, ts & 0xFFFF_FFFF
 
 
+def _full_sum(data: bytes) -> int:
+    """MLX5-DEV-014: with ``cqe_checksum_full``, the sum of everything after the 14-byte
+    Ethernet header of the buffer as written (tags left in it, padding included)."""
+    return checksum.csum_partial(data[14:]) & 0xFFFF
+
+
 def _ip_sum(data: bytes, info: PacketInfo | None, shift: int) -> int:
     """MLX5-DEV-004: the un-complemented 16-bit one's-complement sum of the IP datagram.
 
@@ -304,7 +313,7 @@ class Mlx5Device:
         base = C.mlx5_cqe64(
             rss_hash_result=hash_result,
             rss_hash_type=hash_type,
-            check_sum=_ip_sum(data, info, shift),
+            check_sum=_full_sum(data) if cfg.csum_full else _ip_sum(data, info, shift),
             hds_ip_ext=_hds_ip_ext(frame, info),
             l4_l3_hdr_type=(_l4_type(frame, info) << 4) | (_l3_type(info) << 2) | hdr,
             vlan_info=vlan_info,

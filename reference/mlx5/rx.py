@@ -27,6 +27,7 @@ from reference.mlx5.cq import Mlx5eRxCq, PollResult
 from reference.mlx5.device import Completion, DeviceConfig, Mlx5Device, RqType, TsFormat, new_ring
 from reference.mlx5.kfuncs import NETIF_F_RXHASH
 from reference.mlx5.sim import rq_params
+from reference.mlx5.skbmeta import NETIF_F_RXCSUM, RqState, mlx5e_build_rx_skb, rq_state
 from reference.trace import Trace, emit
 from reference.xdp.arch import X86_64
 from reference.xdp.buff import XdpBuff, xdp_buff_add_frag, xdp_get_shared_info_from_buff
@@ -70,8 +71,15 @@ class RqConfig:
     xdpsq_size: int = 1024  # WQEBBs, a power of two
     min_inline: bool = False
     redirect_ok: bool = True
+    rxcsum: bool = True  # NETIF_F_RXCSUM
+    pflag_no_csum_complete: bool = False  # ethtool private flag rx_no_csum_complete
+    cqe_checksum_full: bool = False  # the device capability behind CSUM_FULL
+    dev_addr: bytes = bytes.fromhex("020000000002")  # the netdev's MAC (eth_type_trans)
 
     def __attrs_post_init__(self) -> None:
+        if len(self.dev_addr) != 6:
+            raise InvalidConfig("a MAC address is 6 bytes", field="dev_addr",
+                                value=self.dev_addr.hex(), rule="MLX5-SKB-005")
         if self.xdpsq_size < 2 or self.xdpsq_size & (self.xdpsq_size - 1):
             raise InvalidConfig("the XDP-SQ size is a power of two >= 2", field="xdpsq_size",
                                 value=self.xdpsq_size, rule="MLX5-XDP-008")
@@ -93,6 +101,8 @@ class Mlx5eRq:
     stats: Mlx5eRqStats = attrs.field(factory=Mlx5eRqStats)
     xdp_rxq: XdpRxqInfo = attrs.field(factory=lambda: XdpRxqInfo(dev=NetDev(ifindex=2)))
     xdpsq: X.Mlx5eXdpsq = attrs.field(init=False)
+    #: ``params->xdp_prog`` when the RQ was opened: a program is attached (MLX5-CSUM-003).
+    xdp_prog: bool = False
     flag_xdp_xmit: bool = False  # MLX5E_RQ_FLAG_XDP_XMIT
     flag_xdp_redirect: bool = False  # MLX5E_RQ_FLAG_XDP_REDIRECT
     redirect_flushes: int = 0
@@ -105,8 +115,16 @@ class Mlx5eRq:
 
     @property
     def netdev_features(self) -> frozenset[str]:
-        """The features of the netdev behind ``xdp_rxq.dev`` (MLX5-KF-002)."""
-        return frozenset({NETIF_F_RXHASH}) if self.cfg.rxhash else frozenset()
+        """The features of the netdev behind ``xdp_rxq.dev`` (MLX5-KF-002, MLX5-CSUM-001)."""
+        return frozenset(name for name, on in ((NETIF_F_RXHASH, self.cfg.rxhash),
+                                               (NETIF_F_RXCSUM, self.cfg.rxcsum)) if on)
+
+    @property
+    def state(self) -> RqState:
+        """MLX5-CSUM-003: the checksum state bits ``mlx5e_open_rq`` set."""
+        return rq_state(rxcsum=self.cfg.rxcsum, xdp_prog=self.xdp_prog,
+                        pflag_no_csum_complete=self.cfg.pflag_no_csum_complete,
+                        cqe_checksum_full=self.cfg.cqe_checksum_full)
 
     @property
     def hwtstamp_rx_all(self) -> bool:
@@ -183,9 +201,10 @@ class Mlx5eRq:
             self.pages["redirected"] += npages
         return out.consumed
 
-    def _skb(self, rec: dict[str, Any], xdp: XdpBuff, frags: bool) -> None:
+    def _skb(self, cqe: C.mlx5_cqe64, rec: dict[str, Any], xdp: XdpBuff, frags: bool,
+             trace: Trace | None = None) -> None:
         """MLX5-XDP-004: the skb takes headroom, metadata size and length from the buffer
-        as the program left it."""
+        as the program left it; ``mlx5e_build_rx_skb`` adds the metadata (MLX5-SKB-*)."""
         body = xdp.linear()
         nr = 0
         if frags and xdp.flags & 1:
@@ -195,6 +214,11 @@ class Mlx5eRq:
         rec["skb"] = {"len": len(body), "data": body.hex(), "headroom": xdp.data -
                       xdp.data_hard_start, "metasize": xdp.data - xdp.data_meta,
                       "nr_frags": nr}
+        rec["skb"].update(mlx5e_build_rx_skb(
+            cqe, body, features=self.netdev_features, state=self.state,
+            hwtstamp_rx_all=self.cfg.hwtstamp_rx_all,
+            real_time=self.cfg.ts_format is TsFormat.REAL_TIME, dev_addr=self.cfg.dev_addr,
+            stats=self.stats, trace=trace))
         rec["fate"] = rec["fate"] or "skb"
         self.pages["to_stack"] += 1 + nr
 
@@ -213,13 +237,13 @@ class Mlx5eRq:
             plain.page, plain.data_hard_start = page, 0
             plain.data = plain.data_meta = XDP_PACKET_HEADROOM
             plain.data_end = plain.data + length
-            self._skb(rec, plain, False)
+            self._skb(cqe, rec, plain, False, trace)
             return True
         X.mlx5e_fill_mxbuf(self, cqe, page, 0, XDP_PACKET_HEADROOM, PAGE_SIZE, length,
                            self.mxbuf, trace)
         if self._run_xdp(ops, rec, trace):
             return False
-        self._skb(rec, self.mxbuf, False)
+        self._skb(cqe, rec, self.mxbuf, False, trace)
         return True
 
     def _nonlinear(self, cqe: C.mlx5_cqe64, data: bytes, ops: Ops | None,
@@ -235,7 +259,7 @@ class Mlx5eRq:
             self._add_frag(_page_with(chunk, 0), 0, len(chunk), size, trace)
         if ops is not None and self._run_xdp(ops, rec, trace):
             return False
-        self._skb(rec, self.mxbuf, True)
+        self._skb(cqe, rec, self.mxbuf, True, trace)
         return True
 
     def _mpwrq_linear(self, cqe: C.mlx5_cqe64, data: bytes, ops: Ops | None,
@@ -279,7 +303,7 @@ class Mlx5eRq:
             rest, frag_offset = rest[n:], 0
         if ops is not None and self._run_xdp(ops, rec, trace):
             return False
-        self._skb(rec, self.mxbuf, True)
+        self._skb(cqe, rec, self.mxbuf, True, trace)
         return True
 
     def _add_frag(self, page: Page, offset: int, size: int, truesize: int,
@@ -335,6 +359,7 @@ def run(
     cq = Mlx5eRxCq(rq_params(config), cc=start)
     ring = new_ring(config.log_cq_size, start)
     rq = Mlx5eRq(rq_cfg)
+    rq.xdp_prog = any(program_for(i) is not None for i in range(len(frames)))
     completions = device.receive(list(frames), None if timestamps is None else list(timestamps),
                                  trace)
     records: list[dict[str, Any]] = []
@@ -342,6 +367,7 @@ def run(
 
     def handler(cqe: C.mlx5_cqe64) -> None:
         comp = completions[len(records)]
+        emit(trace, "MLX5-RX-002", "RX handler called", index=len(records), frame=comp.frame)
         rec = rq.handle_cqe(cqe, packet_bytes(frames[comp.frame], cqe) if comp.frame >= 0
                             else b"", program_for(comp.frame) if comp.frame >= 0 else None,
                             trace)
