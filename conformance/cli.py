@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -81,6 +82,9 @@ def _suite_options(c: argparse.ArgumentParser) -> None:
                         "(replay: rx-oracle fixtures verify DIR)")
     c.add_argument("-n", "--numprocesses", default=None, metavar="N",
                    help="run in N processes via pytest-xdist ('auto' for one per core)")
+    c.add_argument("--database", type=Path, metavar="DIR",
+                   help="shared hypothesis example database for the dev and deep profiles "
+                        "(several runs, machines or HypoFuzz processes pooling examples)")
     c.add_argument("-v", "--verbose", action="store_true", help="show each test as it runs")
 
 
@@ -136,6 +140,10 @@ def run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str] =
         pytest_args += ["--rx-save-failures", str(args.save_failures)]
     if args.numprocesses:
         pytest_args += ["-n", str(args.numprocesses)]
+    if getattr(args, "database", None):
+        from conformance.profiles import DATABASE_ENV
+
+        os.environ[DATABASE_ENV] = str(args.database.resolve())  # xdist workers inherit it
 
     capture = _Capture()
     plugins: list[object] = [capture]

@@ -7,6 +7,11 @@
 
 Select one with ``--hypothesis-profile NAME`` (pytest) or ``--profile NAME``
 (``rx-oracle conformance``), or the ``HYPOTHESIS_PROFILE`` environment variable.
+
+``RX_ORACLE_DATABASE=DIR`` (``rx-oracle conformance --database DIR``) gives the ``dev`` and
+``deep`` profiles a shared example database in DIR: failing and interesting examples found
+by one run (one machine, one xdist worker, one HypoFuzz process) are replayed first by the
+next.  ``ci`` never uses a database, so CI stays reproducible.
 """
 
 from __future__ import annotations
@@ -66,9 +71,17 @@ def ignore_local_constants() -> None:
         providers._get_local_constants = lambda: empty
 
 
+DATABASE_ENV = "RX_ORACLE_DATABASE"
+
+
 def register_profiles() -> None:
     """Register every profile and load the one the environment asks for."""
     ignore_local_constants()
+    shared = os.environ.get(DATABASE_ENV)
     for name, profile in PROFILES.items():
+        if shared and name != "ci":
+            from hypothesis.database import DirectoryBasedExampleDatabase
+
+            profile = settings(profile, database=DirectoryBasedExampleDatabase(shared))
         settings.register_profile(name, profile)
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", DEFAULT_PROFILE))

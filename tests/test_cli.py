@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -91,3 +92,24 @@ def test_explain_mlx5_narrates_a_users_pcap(tmp_path: Path) -> None:
                   '[{"op": "return", "action": 1}]')
     assert result.returncode == 0, result.stderr
     assert "XDP verdict XDP_DROP" in result.stdout and "page -> drop" in result.stdout
+
+
+@pytest.mark.rule("RSS-TYPE-001")
+def test_parallel_run_and_a_shared_example_database(tmp_path: Path) -> None:
+    """``-n 2`` spreads the properties over xdist workers and still prints one verdict per
+    rule; ``--database`` keeps what a dev run found, so the failing example is on disk for
+    the next run (or another machine) to replay."""
+    result = _cli("conformance", "--driver", "rss", "-n", "2",
+                  "--report", str(tmp_path / "r.json"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    verdicts = json.loads((tmp_path / "r.json").read_text())["rules"]
+    assert verdicts and all(v["verdict"] == "pass" for v in verdicts)
+    db = tmp_path / "db"
+    env_result = subprocess.run(
+        [sys.executable, "-m", "conformance.cli", "conformance", "--driver", "rss",
+         "--profile", "dev", "--database", str(db),
+         "--target", "python:wrong_targets:RssTypeWithoutL4"],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)})
+    assert env_result.returncode == 1, env_result.stdout + env_result.stderr
+    assert any(p.is_file() for p in db.rglob("*"))
