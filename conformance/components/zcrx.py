@@ -1,0 +1,585 @@
+"""The ``zcrx`` component: io_uring zero-copy receive — registration, the data path, the
+refill ring and teardown (reference: ``reference/zcrx``).
+
+config:  ``setup_flags`` (the ring's IORING_SETUP_* flags; default DEFER_TASKRUN|CQE32),
+         ``cap_net_admin`` (true), ``reg`` (``io_uring_zcrx_ifq_reg`` fields: ``if_idx`` 2,
+         ``if_rxq`` 0, ``rq_entries`` 64, ``flags``, ``zcrx_id``, ``rx_buf_len``,
+         ``event_desc``, ``resv`` [2]), ``area`` (``io_uring_zcrx_area_reg``: ``addr``
+         0x100000000, ``len`` 262144, ``rq_area_token``, ``flags``, ``dmabuf_fd``, ``resv2``
+         [2]), ``region`` (``io_uring_region_desc``: ``user_addr``, ``size`` 4096,
+         ``flags``, ``id``, ``mmap_offset``, ``resv`` [4]), ``memory`` (``{"chunks":
+         [len, ...]}``: the area's DMA segments; absent: one segment), ``netdev`` (null: no
+         device has ``if_idx``; else ``NetdevModel`` fields: ``ifindex`` 2, ``has_dma_dev``,
+         ``queue_mgmt_ops``, ``real_num_rx_queues`` 4, ``tcp_data_split``, ``hds_thresh``,
+         ``xdp_attached``, ``rxq_mp_bound``, ``qcfg_rx_page_size`` (false),
+         ``default_rx_page_size`` 4096, ``max_rx_page_size`` 32768), ``device``
+         (``placement`` "packed" | "per_packet", ``gro_segs`` 1, ``linear_payload`` 0),
+         ``cq_entries`` (4096), ``pool_size`` (1024), ``stream_mib`` (explain only).
+frames:  Ethernet/IPv4/TCP frames of one flow; the TCP payload of each is what the device
+         writes into the area (other frames carry nothing for the socket).
+events:  ``{"op": "rx", "frames": [i, ...]}`` (default: every frame not yet received; one
+         NAPI poll), ``{"op": "recv", "len": n, "user_data": u}``, ``{"op": "return",
+         "cqes": [k, ...]}`` (the user gives CQE k, counted from 0 over the run and taken
+         modulo the CQEs posted so far, back with a well-formed entry), ``{"op": "refill",
+         "entries": [{"off", "len", "pad"}]}`` (raw entries), ``{"op": "alloc", "n": n}``
+         (the driver posts n buffers: refill entries are read), ``{"op": "restart"}``,
+         ``{"op": "reap"}``, ``{"op": "shutdown"}``.
+observables: ``register`` (``mp_rx_page_size``, ``driver_rx_page_size``, ``rc``, then the
+         written-back ``rq_entries``, ``rx_buf_len``, ``zcrx_id``, ``offsets``,
+         ``rq_area_token``, ``num_niovs`` — null unless rc is 0); ``events[i]`` (per op:
+         rx ``delivered``/``dropped``; recv ``rc``, ``requeue``, ``cqes`` [``user_data``,
+         ``res``, ``flags``, ``off``]; return/refill ``written``; alloc ``got``; shutdown
+         ``scrubbed``; ``skipped`` when there is no data path); ``refills`` (every entry the
+         kernel consumed: ``seq``, ``niov``, ``outcome``); ``final`` (refill ``head`` and
+         ``tail``, ``free_count``, nonzero ``user_refs``, each pool's hold, release, cache
+         and ring); ``counts``; ``ledger.problems``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from hypothesis import strategies as st
+
+from conformance.components import Component
+from conformance.scenario import Scenario
+from reference import packet
+from reference.errors import InvalidConfig
+from reference.trace import Trace
+from reference.zcrx import (
+    IORING_ZCRX_AREA_SHIFT,
+    OUTCOME_RULE,
+    AreaMemory,
+    DeviceConfig,
+    EngineConfig,
+    IoUringRegionDesc,
+    IoUringZcrxAreaReg,
+    IoUringZcrxIfqReg,
+    IoUringZcrxRqe,
+    NetdevModel,
+    RingCtx,
+    ZcrxEngine,
+    mss_stream,
+)
+from reference.zcrx.register import UNMERGED_KNOBS, errno_name
+from reference.zcrx.scenario import MIB, counts_of, run_stream, stream_counts
+from reference.zcrx.uapi import (
+    IORING_SETUP_CQE32,
+    IORING_SETUP_DEFER_TASKRUN,
+    IORING_ZCRX_AREA_DMABUF,
+    ZCRX_REG_NODEV,
+)
+
+DEFAULT_FLAGS = IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_CQE32
+DEFAULT_AREA_ADDR = 1 << 32
+MAC_SRC, MAC_DST = "02:00:00:00:00:01", "02:00:00:00:00:02"
+
+
+# ------------------------------------------------------------------ scenario -> model input
+
+def _ints(value: Any, n: int, field: str) -> tuple[int, ...]:
+    items = tuple(int(v) for v in (value if value is not None else [0] * n))
+    if len(items) != n:
+        raise InvalidConfig(f"needs {n} values", field=field, value=value, rule="ZCRX-UAPI-005")
+    return items
+
+
+def config_of(scenario: Scenario) -> EngineConfig:
+    """The model's configuration of a scenario (see the module docstring)."""
+    cfg = scenario.config
+    for knob in UNMERGED_KNOBS:
+        if knob in cfg:
+            raise InvalidConfig("part of the unmerged RFC v2 series", field=knob,
+                                value=cfg[knob], rule="ZCRX-BUFLEN-007")
+    r: Mapping[str, Any] = cfg.get("reg", {})
+    a: Mapping[str, Any] = cfg.get("area", {})
+    g: Mapping[str, Any] = cfg.get("region", {})
+    reg = IoUringZcrxIfqReg(
+        if_idx=int(r.get("if_idx", 2)), if_rxq=int(r.get("if_rxq", 0)),
+        rq_entries=int(r.get("rq_entries", 64)), flags=int(r.get("flags", 0)),
+        zcrx_id=int(r.get("zcrx_id", 0)), rx_buf_len=int(r.get("rx_buf_len", 0)),
+        event_desc=int(r.get("event_desc", 0)),
+        resv=_ints(r.get("resv"), 2, "reg.resv"))  # type: ignore[arg-type]
+    area = IoUringZcrxAreaReg(
+        addr=int(a.get("addr", DEFAULT_AREA_ADDR)), len=int(a.get("len", 256 * 1024)),
+        rq_area_token=int(a.get("rq_area_token", 0)), flags=int(a.get("flags", 0)),
+        dmabuf_fd=int(a.get("dmabuf_fd", 0)),
+        resv2=_ints(a.get("resv2"), 2, "area.resv2"))  # type: ignore[arg-type]
+    region = IoUringRegionDesc(
+        user_addr=int(g.get("user_addr", 0)), size=int(g.get("size", 4096)),
+        flags=int(g.get("flags", 0)), id=int(g.get("id", 0)),
+        mmap_offset=int(g.get("mmap_offset", 0)),
+        resv=_ints(g.get("resv"), 4, "region.resv"))  # type: ignore[arg-type]
+    # The structs cross the ABI as bytes: what the model reads is what unpacks.
+    reg = IoUringZcrxIfqReg.unpack(reg.pack())
+    area = IoUringZcrxAreaReg.unpack(area.pack())
+    region = IoUringRegionDesc.unpack(region.pack())
+    nd = cfg.get("netdev", {})
+    netdev = None if nd is None else NetdevModel(**{k: v for k, v in nd.items()})
+    chunks = cfg.get("memory", {}).get("chunks")
+    dev = cfg.get("device", {})
+    return EngineConfig(
+        ctx=RingCtx(flags=int(cfg.get("setup_flags", DEFAULT_FLAGS)),
+                    cap_net_admin=bool(cfg.get("cap_net_admin", True))),
+        reg=reg, area=area, region=region, netdev=netdev,
+        memory=AreaMemory(chunks=None if chunks is None else tuple(int(c) for c in chunks)),
+        device=DeviceConfig(placement=str(dev.get("placement", "packed")),
+                            gro_segs=int(dev.get("gro_segs", 1)),
+                            linear_payload=int(dev.get("linear_payload", 0))),
+        cq_entries=int(cfg.get("cq_entries", 4096)),
+        pool_size=int(cfg.get("pool_size", 1024)),
+    )
+
+
+def payload_of(frame: bytes) -> int:
+    """The TCP payload a frame carries (0 for anything else)."""
+    info = packet.parse(frame)
+    if info.l4 is not packet.L4.TCP:
+        return 0
+    return max(info.ip_payload_end - info.l4_offset - info.l4_hdr_len, 0)
+
+
+# ------------------------------------------------------------------ running a scenario
+
+def _run_event(engine: ZcrxEngine, ev: Mapping[str, Any], payloads: list[int],
+               received: set[int]) -> dict[str, Any]:
+    op = str(ev["op"])
+    out: dict[str, Any] = {"op": op}
+    if not engine.active:
+        out["skipped"] = True
+        return out
+    if op == "rx":
+        idx = ev.get("frames")
+        chosen = [i for i in range(len(payloads)) if i not in received] if idx is None \
+            else [int(i) for i in idx]
+        received.update(chosen)
+        delivered, dropped = engine.rx_segments([payloads[i] for i in chosen if payloads[i]])
+        out.update(delivered=delivered, dropped=dropped)
+    elif op == "recv":
+        res = engine.recv(int(ev.get("len", 0)), user_data=int(ev.get("user_data", 0)))
+        out.update(rc=res.rc, requeue=res.requeue,
+                   cqes=[{"user_data": c.user_data, "res": c.res, "flags": c.flags,
+                          "off": c.off} for c in res.cqes])
+    elif op == "return" and ev.get("new"):
+        out["written"] = engine.user_return_new()
+    elif op == "return":
+        n = len(engine.cqes)
+        rqes = [engine.user_rqe_for(int(k) % n) for k in ev.get("cqes", [])] if n else []
+        out["written"] = engine.user_write(rqes)
+    elif op == "refill":
+        rqes = [IoUringZcrxRqe(off=int(e.get("off", 0)), len=int(e.get("len", 0)),
+                               pad=int(e.get("pad", 0))) for e in ev.get("entries", [])]
+        rqes = [IoUringZcrxRqe.unpack(r.pack()) for r in rqes]
+        out["written"] = engine.user_write(rqes)
+    elif op == "alloc":
+        out["got"] = engine.alloc(int(ev.get("n", 1)))
+    elif op == "restart":
+        engine.restart()
+    elif op == "reap":
+        engine.reap()
+    elif op == "shutdown":
+        out["scrubbed"] = engine.shutdown()
+    else:
+        raise InvalidConfig("unknown op", field="events[].op", value=op, rule="ZCRX-SIM-003")
+    return out
+
+
+def simulate(scenario: Scenario, trace: Trace | None = None) -> tuple[ZcrxEngine, list[Any]]:
+    engine = ZcrxEngine(config_of(scenario), trace)
+    payloads = [payload_of(f) for f in scenario.frames]
+    received: set[int] = set()
+    results = [_run_event(engine, ev, payloads, received) for ev in scenario.events]
+    return engine, results
+
+
+def observe(engine: ZcrxEngine, results: list[Any]) -> dict[str, Any]:
+    res = engine.result
+    ok = res.ok
+    register = {
+        "mp_rx_page_size": res.mp_rx_page_size,
+        "driver_rx_page_size": res.driver_rx_page_size,
+        "rc": res.rc,
+        "rq_entries": res.reg.rq_entries if ok else None,
+        "rx_buf_len": res.reg.rx_buf_len if ok else None,
+        "zcrx_id": res.reg.zcrx_id if ok else None,
+        "offsets": ({"head": res.reg.offsets.head, "tail": res.reg.offsets.tail,
+                     "rqes": res.reg.offsets.rqes} if ok else None),
+        "rq_area_token": res.area.rq_area_token if ok else None,
+        "num_niovs": res.num_niovs if ok else None,
+    }
+    doc: dict[str, Any] = {"register": register, "events": results}
+    ifq = engine.ifq
+    if ifq is None:
+        return doc
+    doc["refills"] = [{"seq": r.seq, "niov": r.niov, "outcome": r.outcome.value}
+                      for r in ifq.refills]
+    area = ifq.area
+    doc["final"] = {
+        "head": ifq.rq.head, "tail": ifq.rq.tail, "free_count": area.free_count,
+        "user_refs": {str(i): n for i, n in enumerate(area.user_refs) if n},
+        "pools": [{"hold": p.pages_state_hold_cnt, "release": p.pages_state_release_cnt,
+                   "cache": len(p.cache), "ring": len(p.ring)} for p in engine.pools],
+    }
+    c = counts_of(engine, 0, 0)
+    doc["counts"] = {"cqes": c.cqes, "copy_cqes": c.copy_cqes,
+                     "refill_entries": c.refill_entries, "pp_allocs": c.pp_allocs,
+                     "mp_alloc_calls": c.mp_alloc_calls, "niovs_from_ring": c.niovs_from_ring,
+                     "niovs_from_freelist": c.niovs_from_freelist, "releases": c.releases}
+    doc["ledger"] = {"problems": len(engine.problems())}
+    return doc
+
+
+def expected(scenario: Scenario) -> dict[str, Any]:
+    return observe(*simulate(scenario))
+
+
+# ------------------------------------------------------------------ attribution
+
+FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("register.mp_rx_page_size", ("ZCRX-BUFLEN-005",)),
+    ("register.driver_rx_page_size", ("ZCRX-QUEUE-002",)),
+    ("register.rc", ("ZCRX-REG-011",)),
+    ("register.rq_entries", ("ZCRX-REG-006",)),
+    ("register.rx_buf_len", ("ZCRX-BUFLEN-006",)),
+    ("register.offsets*", ("ZCRX-REG-008",)),
+    ("register.zcrx_id", ("ZCRX-REG-011",)),
+    ("register.*", ("ZCRX-AREA-005",)),
+    ("events[*].delivered", ("ZCRX-SIM-001",)),
+    ("events[*].dropped", ("ZCRX-SIM-001",)),
+    ("events[*].cqes*", ("ZCRX-CQE-002",)),
+    ("events[*].rc", ("ZCRX-CQE-005",)),
+    ("events[*].requeue", ("ZCRX-CQE-005",)),
+    ("events[*].written", ("ZCRX-SIM-003",)),
+    ("events[*].got", ("ZCRX-MP-003",)),
+    ("events[*].scrubbed", ("ZCRX-SCRUB-001",)),
+    ("events*", ("ZCRX-SIM-003",)),
+    ("refills[*].seq", ("ZCRX-REFILL-001",)),
+    ("refills[*].niov", ("ZCRX-REFILL-002",)),
+    ("refills*", ("ZCRX-REFILL-001",)),
+    ("final.head", ("ZCRX-REFILL-001",)),
+    ("final.tail", ("ZCRX-REFILL-001",)),
+    ("final.free_count", ("ZCRX-MP-004",)),
+    ("final.user_refs*", ("ZCRX-OWN-001",)),
+    ("final.pools*", ("ZCRX-MP-005",)),
+    ("counts.*", ("ZCRX-SIM-004",)),
+    ("ledger.*", ("ZCRX-SIM-005",)),
+)
+
+
+def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
+    """``register.rc`` is governed by the rule that decided it; a refill outcome by the
+    rule of the outcome the reference reached; a copied CQE by the copy rule."""
+    engine, results = simulate(scenario)
+    outcomes = [r.outcome for r in engine.ifq.refills] if engine.ifq is not None else []
+    copies = {c.off for c in engine.cqes if c.copy}
+
+    def rules(path: str) -> tuple[str, ...]:
+        if path == "register.rc":
+            return (engine.result.rule,)
+        if path.startswith("refills[") and path.endswith("].outcome"):
+            i = int(path[len("refills["):path.index("]")])
+            if i < len(outcomes):
+                return (OUTCOME_RULE[outcomes[i]],)
+        if path.startswith("events[") and ".cqes[" in path:
+            ei = int(path[len("events["):path.index("]")])
+            ci = int(path[path.index(".cqes[") + 6:path.rindex("]")])
+            if ei < len(results):
+                cqes = results[ei].get("cqes", [])
+                if ci < len(cqes) and cqes[ci]["off"] in copies:
+                    return ("ZCRX-COPY-001",)
+        return ()
+
+    return rules
+
+
+#: Checked by the engine on every run (its ledger), whatever the trace says.
+ALWAYS_APPLIED = frozenset({"ZCRX-SIM-005", "ZCRX-OWN-001", "ZCRX-OWN-002", "ZCRX-OWN-003"})
+
+
+def applied(scenario: Scenario) -> set[str]:
+    trace = Trace()
+    simulate(scenario, trace)
+    return set(trace.rules()) | ALWAYS_APPLIED
+
+
+COMPONENT = Component(name="zcrx", expected=expected, field_rules=FIELD_RULES,
+                      attribute=attribute, applied=applied)
+
+
+# ------------------------------------------------------------------ explain
+
+def _stream_payloads(scenario: Scenario) -> list[int]:
+    if scenario.frames:
+        return [p for p in (payload_of(f) for f in scenario.frames) if p]
+    return mss_stream(int(scenario.config.get("stream_mib", 1)) * MIB)
+
+
+#: What a stream explanation registers unless the config says otherwise: a refill ring
+#: that never throttles the user, 16 MiB of huge-page memory, a driver with the opt-in.
+STREAM_DEFAULTS: dict[str, Any] = {
+    "reg": {"rq_entries": 4096},
+    "region": {"size": 69632},
+    "area": {"len": 16 * MIB},
+    "memory": {"chunks": [2 * MIB] * 8},
+    "netdev": {"qcfg_rx_page_size": True},
+}
+
+
+def explain(scenario: Scenario) -> str:
+    """Narrate the registration rule by rule; then the data path: the scenario's events,
+    or, without events, a bulk stream (the frames' payloads, or ``stream_mib`` MiB in
+    1448-byte segments) with the per-MiB counts for the configured ``rx_buf_len``.  A
+    stream registers :data:`STREAM_DEFAULTS` overridden by the config."""
+    if not scenario.events:
+        scenario = Scenario(component=scenario.component,
+                            config=_merge(STREAM_DEFAULTS, scenario.config),
+                            frames=scenario.frames)
+    trace = Trace()
+    engine = ZcrxEngine(config_of(scenario), trace)
+    res = engine.result
+    lines = ["zcrx registration:"]
+    lines += [f"  {e.render()}" for e in trace.events]
+    if not res.ok:
+        lines.append(f"registration fails with -{errno_name(res.rc)} ({res.rc}), decided "
+                     f"by {res.rule}")
+        return "\n".join(lines)
+    lines.append(f"registered: zcrx_id {res.reg.zcrx_id}, rq_entries {res.reg.rq_entries}, "
+                 f"rx_buf_len {res.reg.rx_buf_len} (ZCRX-BUFLEN-006), {res.num_niovs} niovs, "
+                 f"refill entries at offset {res.reg.offsets.rqes} (ZCRX-REG-008)")
+    if res.nodev:
+        lines.append("ZCRX_REG_NODEV: no queue, no data path modelled")
+        return "\n".join(lines)
+    if scenario.events:
+        trace.events.clear()
+        engine, results = simulate(scenario, trace)
+        lines.append("data path (events):")
+        for i, r in enumerate(results):
+            detail = {k: v for k, v in r.items() if k not in ("op", "cqes")}
+            if "cqes" in r:
+                detail["cqes"] = len(r["cqes"])
+            lines.append(f"  [{i}] {r['op']} {detail}")
+        for e in trace.events:
+            if e.rule.startswith(("ZCRX-REFILL", "ZCRX-MP", "ZCRX-SCRUB", "ZCRX-COPY")):
+                lines.append(f"    {e.render()}")
+        problems = engine.problems()
+        lines.append(f"invariants: {len(problems)} problem(s) (ZCRX-SIM-005, ZCRX-OWN-001)")
+        return "\n".join(lines)
+    payloads = _stream_payloads(scenario)
+    dev = engine.cfg.device
+    size = res.reg.rx_buf_len
+    run_stream(engine, payloads)
+    counts = counts_of(engine, sum(payloads), len(payloads))
+    lines.append(f"stream: {len(payloads)} TCP segments, {sum(payloads)} payload bytes, "
+                 f"placement {dev.placement}, gro_segs {dev.gro_segs} (ZCRX-SIM-001..003)")
+    lines.append(f"per MiB of payload with {size}-byte buffers (ZCRX-SIM-004):")
+    for key, value in counts.per_mib().items():
+        lines.append(f"  {key:<20} {value}")
+    if size != 4096:
+        base = stream_counts(payloads, 4096, device=dev).per_mib()
+        mine = counts.per_mib()
+        ratios = ", ".join(f"{base[k] / mine[k]:.2f}x the {k}" for k in
+                           ("cqes", "refill_entries", "pp_allocs", "mp_alloc_calls")
+                           if mine[k])
+        lines.append(f"the same stream with 4096-byte buffers takes {ratios}")
+    lines.append("(provider calls include the warm-up batches of 64 niovs from the freelist; "
+                 "a longer stream, stream_mib, approaches the steady state)")
+    lines.append(f"invariants: {counts.problems} problem(s) (ZCRX-SIM-005)")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ strategies
+
+def tcp_frame(payload: int, seq: int) -> bytes:
+    """One frame of the test flow, built with scapy (explicit MACs)."""
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.l2 import Ether
+    from scapy.packet import Raw
+
+    pkt = (Ether(src=MAC_SRC, dst=MAC_DST) / IP(src="10.0.0.1", dst="10.0.0.2")
+           / TCP(sport=40000, dport=9999, flags="A", seq=seq) / Raw(bytes(payload)))
+    return bytes(pkt)
+
+
+def frames_for(payloads: list[int]) -> tuple[bytes, ...]:
+    out = []
+    seq = 1000
+    for p in payloads:
+        out.append(tcp_frame(p, seq))
+        seq += p
+    return tuple(out)
+
+
+#: One fault per registration rule (the config patch and the rule it breaks).
+FAULTS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("ZCRX-REG-001", {"cap_net_admin": False}),
+    ("ZCRX-REG-002", {"setup_flags": IORING_SETUP_CQE32}),
+    ("ZCRX-REG-002", {"setup_flags": IORING_SETUP_DEFER_TASKRUN}),
+    ("ZCRX-REG-003", {"reg": {"zcrx_id": 3}}),
+    ("ZCRX-REG-003", {"reg": {"resv": [0, 1]}}),
+    ("ZCRX-REG-004", {"reg": {"flags": 4}}),
+    ("ZCRX-REG-005", {"reg": {"if_rxq": 0xFFFF_FFFF}}),
+    ("ZCRX-REG-005", {"reg": {"rq_entries": 0}}),
+    ("ZCRX-REG-005", {"reg": {"flags": ZCRX_REG_NODEV}}),
+    ("ZCRX-REG-011", {"reg": {"flags": ZCRX_REG_NODEV, "if_idx": 0}}),
+    ("ZCRX-BUFLEN-004", {"reg": {"flags": ZCRX_REG_NODEV, "if_idx": 0, "rx_buf_len": 8192}}),
+    ("ZCRX-REG-006", {"reg": {"rq_entries": 40000}}),
+    ("ZCRX-REG-008", {"region": {"size": 1024}}),
+    ("ZCRX-REG-009", {"region": {"id": 1}}),
+    ("ZCRX-REG-009", {"region": {"flags": 1}}),
+    ("ZCRX-REG-009", {"region": {"size": 4097}}),
+    ("ZCRX-REG-010", {"netdev": None}),
+    ("ZCRX-REG-010", {"netdev": {"has_dma_dev": False}}),
+    ("ZCRX-BUFLEN-002", {"reg": {"rx_buf_len": 6000}}),
+    ("ZCRX-BUFLEN-002", {"reg": {"rx_buf_len": 2048}}),
+    ("ZCRX-BUFLEN-003", {"reg": {"rx_buf_len": 32768}, "memory": {"chunks": [4096] * 64},
+                         "area": {"len": 64 * 4096},
+                         "netdev": {"qcfg_rx_page_size": True}}),
+    ("ZCRX-AREA-001", {"area": {"flags": 2}}),
+    ("ZCRX-AREA-001", {"area": {"rq_area_token": 1 << 48}}),
+    ("ZCRX-AREA-001", {"area": {"resv2": [1, 0]}}),
+    ("ZCRX-AREA-002", {"area": {"len": 0}}),
+    ("ZCRX-AREA-002", {"area": {"addr": (1 << 64) - 4096}}),
+    ("ZCRX-AREA-003", {"area": {"addr": DEFAULT_AREA_ADDR + 16}}),
+    ("ZCRX-AREA-004", {"area": {"dmabuf_fd": 5}}),
+    ("ZCRX-AREA-004", {"area": {"addr": 0}}),
+    ("ZCRX-AREA-004", {"area": {"flags": IORING_ZCRX_AREA_DMABUF, "addr": 0, "dmabuf_fd": 5},
+                       "memory": {"chunks": [65536]}}),
+    ("ZCRX-BUFLEN-005", {"reg": {"rx_buf_len": 16384}, "netdev": {"qcfg_rx_page_size": False}}),
+    ("ZCRX-QUEUE-001", {"reg": {"if_rxq": 9}}),
+    ("ZCRX-QUEUE-001", {"netdev": {"tcp_data_split": False}}),
+    ("ZCRX-QUEUE-001", {"netdev": {"xdp_attached": True}}),
+    ("ZCRX-QUEUE-001", {"netdev": {"rxq_mp_bound": True}}),
+    ("ZCRX-QUEUE-002", {"reg": {"rx_buf_len": 65536}, "netdev": {"qcfg_rx_page_size": True}}),
+    ("ZCRX-QUEUE-003", {"netdev": {"default_rx_page_size": 8192}}),
+)
+
+
+def _merge(base: dict[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in patch.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = _merge(dict(out[k]), v)
+        else:
+            out[k] = v
+    return out
+
+
+@st.composite
+def registration_configs(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid registration (various buffer sizes, drivers with and without the opt-in),
+    often with one fault from :data:`FAULTS`."""
+    size = draw(st.sampled_from([0, 0, 4096, 8192, 32768]))
+    qcfg = draw(st.booleans()) if size else draw(st.sampled_from([False, False, True]))
+    rq_entries = draw(st.sampled_from([1, 3, 8, 64, 100, 256]))
+    region = 4096 if 64 + 16 * rq_entries <= 4096 else 8192
+    config: dict[str, Any] = {
+        "reg": {"rq_entries": rq_entries, "rx_buf_len": size},
+        "area": {"len": draw(st.sampled_from([64 * 1024, 256 * 1024]))},
+        "region": {"size": region},
+        "netdev": {"qcfg_rx_page_size": qcfg},
+    }
+    if draw(st.booleans()):
+        config["setup_flags"] = draw(st.sampled_from(
+            [DEFAULT_FLAGS, DEFAULT_FLAGS | (1 << 18), IORING_SETUP_DEFER_TASKRUN | (1 << 18),
+             DEFAULT_FLAGS | (1 << 4)]))
+    if draw(st.booleans()):
+        _, patch = draw(st.sampled_from(FAULTS))
+        config = _merge(config, patch)
+    return config
+
+
+@st.composite
+def registration_scenarios(draw: st.DrawFn) -> Scenario:
+    return Scenario(component="zcrx", config=draw(registration_configs()),
+                    rules=("ZCRX-REG-011",))
+
+
+def _refill_entry(draw: st.DrawFn) -> dict[str, Any]:
+    kind = draw(st.sampled_from(["index", "index", "area", "pad", "far"]))
+    idx = draw(st.integers(0, 80))
+    off = idx << 12
+    if kind == "area":
+        off |= 1 << IORING_ZCRX_AREA_SHIFT
+    elif kind == "far":
+        off = draw(st.sampled_from([1 << 44, (1 << 48) - 4096, 1 << 30]))
+    return {"off": off, "len": 4096, "pad": 1 if kind == "pad" else 0}
+
+
+@st.composite
+def data_path_scenarios(draw: st.DrawFn) -> Scenario:
+    """A registered queue, a stream of frames, and a user who returns, double-returns and
+    scribbles on the refill ring; restarts, CQ pressure and a final shutdown."""
+    size = draw(st.sampled_from([0, 0, 4096, 8192, 32768]))
+    payloads = draw(st.lists(st.sampled_from([0, 1, 100, 1448, 1448, 1448, 3000, 8000]),
+                             min_size=1, max_size=14))
+    rq_entries = draw(st.sampled_from([4, 16, 64]))
+    config: dict[str, Any] = {
+        "reg": {"rq_entries": rq_entries, "rx_buf_len": size},
+        "area": {"len": draw(st.sampled_from([64 * 1024, 128 * 1024, 256 * 1024]))},
+        "netdev": {"qcfg_rx_page_size": bool(size) or draw(st.booleans())},
+        "device": {"placement": draw(st.sampled_from(["packed", "packed", "per_packet"])),
+                   "gro_segs": draw(st.sampled_from([1, 1, 2, 4])),
+                   "linear_payload": draw(st.sampled_from([0, 0, 0, 10]))},
+        "cq_entries": draw(st.sampled_from([4096, 4096, 5])),
+        "pool_size": draw(st.sampled_from([1024, 4])),
+    }
+    if draw(st.integers(0, 3)) == 0:
+        config["area"]["flags"] = IORING_ZCRX_AREA_DMABUF
+        config["area"]["addr"] = 0
+        config["area"]["dmabuf_fd"] = 3
+    n = len(payloads)
+    events: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(1, 8))):
+        op = draw(st.sampled_from(["rx", "recv", "return", "return", "refill", "alloc",
+                                   "restart", "reap", "recv"]))
+        if op == "rx":
+            events.append({"op": "rx", "frames": draw(st.lists(st.integers(0, n - 1),
+                                                               max_size=4, unique=True))})
+        elif op == "recv":
+            events.append({"op": "recv", "len": draw(st.sampled_from([0, 0, 500, 5000])),
+                           "user_data": 7})
+        elif op == "return":
+            events.append({"op": "return",
+                           "cqes": draw(st.lists(st.integers(0, 30), max_size=6))})
+        elif op == "refill":
+            events.append({"op": "refill", "entries": [
+                _refill_entry(draw) for _ in range(draw(st.integers(1, 4)))]})
+        elif op == "alloc":
+            events.append({"op": "alloc", "n": draw(st.integers(1, 70))})
+        else:
+            events.append({"op": op})
+    events += [{"op": "rx"}, {"op": "recv", "len": 0, "user_data": 9},
+               {"op": "return", "cqes": list(range(draw(st.integers(0, 12))))},
+               {"op": "alloc", "n": draw(st.integers(0, 70))}]
+    if draw(st.booleans()):
+        events.append({"op": "shutdown"})
+    return Scenario(component="zcrx", config=config, frames=frames_for(payloads),
+                    events=tuple(events), rules=("ZCRX-CQE-002", "ZCRX-REFILL-001"))
+
+
+@st.composite
+def stream_scenarios(draw: st.DrawFn) -> Scenario:
+    """A bulk stream received and returned in order (ZCRX-SIM-004)."""
+    size = draw(st.sampled_from([4096, 8192, 16384, 32768]))
+    segs = draw(st.integers(4, 24))
+    mss = draw(st.sampled_from([1448, 1460, 4096, 9000 - 52]))
+    payloads = [mss] * segs
+    gro = draw(st.sampled_from([1, 4]))
+    events: list[dict[str, Any]] = []
+    for i in range(0, segs, gro):  # one NAPI poll per GRO batch
+        events.append({"op": "rx", "frames": list(range(i, min(i + gro, segs)))})
+        events.append({"op": "recv", "user_data": 1})
+        events.append({"op": "reap"})
+        events.append({"op": "return", "new": True})
+    config = {"reg": {"rq_entries": 256, "rx_buf_len": size},
+              "area": {"len": 1 << 20}, "region": {"size": 8192},
+              "netdev": {"qcfg_rx_page_size": True},
+              "device": {"gro_segs": gro}}
+    return Scenario(component="zcrx", config=config, frames=frames_for(payloads),
+                    events=tuple(events), rules=("ZCRX-SIM-004",))
+
+
+def scenarios() -> st.SearchStrategy[Scenario]:
+    """Every kind of zcrx scenario."""
+    return st.one_of(registration_scenarios(), data_path_scenarios(), stream_scenarios())

@@ -1,0 +1,95 @@
+"""zcrx properties: registration gives the kernel's errno for each rule and writes back
+what the kernel writes back (rx_buf_len included, and the page size the driver is asked
+for); the data path gives the same CQEs (offset encoding, copy fallback), consumes refill
+entries the same way, honours only entries the user owns, and leaves every niov in the
+same place; a bulk stream costs the same operations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+
+from conformance.check import RuleMismatch, TargetSession, check
+from conformance.components import zcrx
+from conformance.scenario import Scenario
+from reference.zcrx import decode_off
+
+COMPONENT = zcrx.COMPONENT
+
+HONOURED = {"held", "returned", "cached"}
+
+
+@pytest.mark.rule("ZCRX-REG-001", "ZCRX-REG-002", "ZCRX-REG-003", "ZCRX-REG-004",
+                  "ZCRX-REG-005", "ZCRX-REG-006", "ZCRX-REG-008", "ZCRX-REG-009",
+                  "ZCRX-REG-010", "ZCRX-REG-011", "ZCRX-AREA-001", "ZCRX-AREA-002",
+                  "ZCRX-AREA-003", "ZCRX-AREA-004", "ZCRX-AREA-005", "ZCRX-BUFLEN-001",
+                  "ZCRX-BUFLEN-002", "ZCRX-BUFLEN-003", "ZCRX-BUFLEN-004", "ZCRX-BUFLEN-005",
+                  "ZCRX-BUFLEN-006", "ZCRX-QUEUE-001", "ZCRX-QUEUE-002", "ZCRX-QUEUE-003",
+                  "ZCRX-MP-001")
+@given(scenario=zcrx.registration_scenarios())
+def test_zcrx_registration_agrees_with_reference(rx_target: TargetSession,
+                                                 scenario: Scenario) -> None:
+    check(rx_target, scenario, COMPONENT)
+
+
+@pytest.mark.rule("ZCRX-CQE-001", "ZCRX-CQE-002", "ZCRX-CQE-003", "ZCRX-CQE-004",
+                  "ZCRX-CQE-005", "ZCRX-COPY-001", "ZCRX-COPY-002", "ZCRX-COPY-003",
+                  "ZCRX-COPY-004", "ZCRX-REFILL-007", "ZCRX-REFILL-001", "ZCRX-REFILL-002",
+                  "ZCRX-REFILL-003", "ZCRX-REFILL-004",
+                  "ZCRX-REFILL-005", "ZCRX-REFILL-006", "ZCRX-MP-002", "ZCRX-MP-003",
+                  "ZCRX-MP-004", "ZCRX-MP-005", "ZCRX-MP-006", "ZCRX-SCRUB-001",
+                  "ZCRX-SCRUB-002", "ZCRX-SIM-001", "ZCRX-SIM-002", "ZCRX-SIM-003",
+                  "ZCRX-SIM-005", "ZCRX-OWN-001")
+@given(scenario=zcrx.data_path_scenarios())
+def test_zcrx_data_path_agrees_with_reference(rx_target: TargetSession,
+                                              scenario: Scenario) -> None:
+    check(rx_target, scenario, COMPONENT)
+
+
+def _ownership_problems(obs: dict[str, Any]) -> list[tuple[str, str]]:
+    """Ownership as the target reports it, checked without the reference."""
+    out: list[tuple[str, str]] = []
+    reg = obs["register"]
+    if reg["rc"] != 0 or "refills" not in obs:
+        return out
+    shift = int(reg["rx_buf_len"]).bit_length() - 1
+    granted: dict[int, int] = {}
+    for ev in obs["events"]:
+        for cqe in ev.get("cqes", []):
+            _, niov, _ = decode_off(int(cqe["off"]), shift)
+            granted[niov] = granted.get(niov, 0) + 1
+    honoured: dict[int, int] = {}
+    for r in obs["refills"]:
+        if r["outcome"] in HONOURED and r["niov"] is not None:
+            honoured[r["niov"]] = honoured.get(r["niov"], 0) + 1
+    for niov, n in sorted(honoured.items()):
+        if n > granted.get(niov, 0):
+            out.append(("ZCRX-OWN-002", f"niov {niov}: {n} refills honoured for "
+                                        f"{granted.get(niov, 0)} CQEs"))
+    for niov, n in obs["final"]["user_refs"].items():
+        if n < 0:
+            out.append(("ZCRX-OWN-001", f"niov {niov}: user_refs {n}"))
+    final = obs["final"]
+    if (final["tail"] - final["head"]) & 0xFFFF_FFFF > reg["rq_entries"]:
+        out.append(("ZCRX-OWN-003", f"head {final['head']} passed tail {final['tail']}"))
+    return out
+
+
+@pytest.mark.rule("ZCRX-OWN-001", "ZCRX-OWN-002", "ZCRX-OWN-003")
+@given(scenario=zcrx.data_path_scenarios())
+def test_zcrx_ownership_holds(rx_target: TargetSession, scenario: Scenario) -> None:
+    """user_refs never below zero; no niov gets more refills honoured than CQEs it was
+    given out in; head never passes tail."""
+    expected = COMPONENT.expected(scenario)
+    check(rx_target, scenario, COMPONENT, expected=expected)
+    actual = rx_target.run(scenario)
+    for rule, what in _ownership_problems(actual):
+        raise RuleMismatch(f"rule {rule}: {what}", (rule,), scenario, expected)
+
+
+@pytest.mark.rule("ZCRX-SIM-004", "ZCRX-BUFLEN-001", "ZCRX-CQE-002")
+@given(scenario=zcrx.stream_scenarios())
+def test_zcrx_stream_costs_agree(rx_target: TargetSession, scenario: Scenario) -> None:
+    check(rx_target, scenario, COMPONENT)

@@ -1,0 +1,196 @@
+"""A page_pool bound to a memory provider, reduced to what zcrx exercises (ZCRX-MP-001,
+ZCRX-MP-002, ZCRX-MP-005, ZCRX-MP-006).
+
+Kernel: ``net/core/page_pool.c`` (``page_pool_alloc_netmems``, ``__page_pool_get_cached``,
+``page_pool_refill_alloc_cache``, ``page_pool_put_unrefed_netmem``,
+``__page_pool_put_page``, ``page_pool_return_netmem``, ``page_pool_destroy``,
+``net_mp_niov_set_page_pool``) and ``include/net/page_pool/helpers.h``
+(``page_pool_ref_netmem``, ``page_pool_unref_netmem``).  The full page_pool model lives in
+``reference/page_pool``; it allocates real pages and knows no memory providers, so this
+module keeps only the pool's two stores, its hold/release counters and the provider
+hooks, with the same names, bounds and order.  The pool never calls the page allocator.
+
+Recycling: a niov whose last pool reference goes goes into the alloc cache only when the
+caller may recycle directly and the cache has room; otherwise into the ptr_ring; a full
+ring returns it to the provider (``release_netmem``), which counts as a release.  Puts
+from the stack (skb frees in the recv path, io_zcrx_return_niov) are not direct.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Protocol
+
+from reference.errors import StateViolation
+from reference.page_pool.constants import (
+    DMA_FROM_DEVICE,
+    PP_ALLOC_CACHE_REFILL,
+    PP_ALLOC_CACHE_SIZE,
+    PP_RING_DEFAULT_SIZE,
+)
+from reference.trace import Trace, emit
+
+from .area import Niov
+
+
+class MemoryProvider(Protocol):
+    """``struct memory_provider_ops`` as the pool calls it."""
+
+    def alloc_netmems(self, pool: ZcPagePool) -> Niov | None: ...
+
+    def release_netmem(self, pool: ZcPagePool, niov: Niov) -> bool: ...
+
+
+class ZcPagePool:
+    """A page_pool whose pages are the provider's niovs."""
+
+    def __init__(self, pool_id: int, provider: MemoryProvider, *, order: int,
+                 ring_size: int = PP_RING_DEFAULT_SIZE, trace: Trace | None = None) -> None:
+        self.pool_id = pool_id
+        self.provider = provider
+        self.order = order
+        self.cache: list[Niov] = []
+        self.ring: deque[Niov] = deque()
+        self.ring_size = ring_size
+        self.pages_state_hold_cnt = 0
+        self.pages_state_release_cnt = 0
+        self.detached = False
+        self.trace = trace
+        # operation counters (what the stream scenario reports, ZCRX-SIM-004)
+        self.alloc_calls = 0
+        self.alloc_fast = 0
+        self.alloc_refill = 0
+        self.mp_alloc_calls = 0
+        self.ref_ops = 0
+        self.unref_ops = 0
+        self.recycle_cached = 0
+        self.recycle_ring = 0
+        self.releases = 0
+
+    def __repr__(self) -> str:
+        return (f"ZcPagePool({self.pool_id}, cache={len(self.cache)}, ring={len(self.ring)}, "
+                f"inflight={self.inflight()})")
+
+    def inflight(self) -> int:
+        """``hold - release``: niovs that carry this pool (in its stores or out)."""
+        return self.pages_state_hold_cnt - self.pages_state_release_cnt
+
+    # -- allocation ------------------------------------------------------------------------
+    def alloc_netmem(self) -> Niov | None:
+        """``page_pool_alloc_netmems`` (ZCRX-MP-002): the alloc cache first, refilled from
+        the ptr_ring when empty; only when both are empty is the provider asked."""
+        if self.detached:
+            raise StateViolation("allocation from a destroyed pool", obj=repr(self),
+                                 rule="ZCRX-MP-006")
+        self.alloc_calls += 1
+        if self.cache:
+            self.alloc_fast += 1
+            niov = self.cache.pop()
+        elif self.ring:
+            while self.ring and len(self.cache) < PP_ALLOC_CACHE_REFILL:
+                self.cache.append(self.ring.popleft())
+            self.alloc_refill += 1
+            emit(self.trace, "ZCRX-MP-002", "alloc cache refilled from the ptr_ring",
+                 pool=self.pool_id, got=len(self.cache))
+            niov = self.cache.pop()
+        else:
+            emit(self.trace, "ZCRX-MP-002", "cache and ring empty: asking the provider",
+                 pool=self.pool_id)
+            self.mp_alloc_calls += 1
+            got = self.provider.alloc_netmems(self)
+            if got is None:
+                emit(self.trace, "ZCRX-MP-003", "provider had no niov: allocation fails",
+                     pool=self.pool_id)
+                return None
+            niov = got
+        niov.pp_ref_count = 1
+        return niov
+
+    def set_pp_info(self, niov: Niov) -> None:
+        """``net_mp_niov_set_page_pool``: the niov now carries this pool; hold count + 1."""
+        niov.pp = self
+        niov.pp_ref_count = 0
+        self.pages_state_hold_cnt += 1
+
+    # -- references --------------------------------------------------------------------------
+    def ref(self, niov: Niov) -> None:
+        """``page_pool_ref_netmem``: one more holder."""
+        self._own(niov)
+        self.ref_ops += 1
+        niov.pp_ref_count += 1
+
+    def unref(self, niov: Niov, nr: int = 1) -> int:
+        """``page_pool_unref_netmem``: drop ``nr`` holders, return what remains."""
+        if niov.pp_ref_count < nr:
+            raise StateViolation(f"dropping {nr} pool references of {niov.pp_ref_count}",
+                                 obj=repr(niov), rule="ZCRX-MP-005")
+        self.unref_ops += 1
+        niov.pp_ref_count -= nr
+        return niov.pp_ref_count
+
+    def put(self, niov: Niov, *, allow_direct: bool = False) -> None:
+        """``page_pool_put_netmem``: drop one holder; the last one recycles (ZCRX-MP-005)."""
+        self._own(niov)
+        if self.unref(niov) == 0:
+            self.put_unrefed(niov, allow_direct=allow_direct)
+
+    def put_unrefed(self, niov: Niov, *, allow_direct: bool = False) -> None:
+        """``page_pool_put_unrefed_netmem``: recycle a niov nobody holds (ZCRX-MP-005).
+
+        A destroyed pool keeps no store: the niov goes back to the provider at once (the
+        kernel parks it in the ring until the release worker scrubs it; the model folds
+        that delay away, ZCRX-MP-006)."""
+        self._own(niov)
+        if niov.pp_ref_count != 0:
+            raise StateViolation("recycling a niov that is still referenced", obj=repr(niov),
+                                 rule="ZCRX-MP-005")
+        if self.detached:
+            self.return_netmem(niov)
+        elif allow_direct and len(self.cache) < PP_ALLOC_CACHE_SIZE:
+            self.recycle_cached += 1
+            self.cache.append(niov)
+        elif len(self.ring) < self.ring_size:
+            self.recycle_ring += 1
+            self.ring.append(niov)
+        else:
+            self.return_netmem(niov)
+
+    def return_netmem(self, niov: Niov) -> None:
+        """``page_pool_return_netmem``: give the niov back to the provider; release + 1."""
+        self.releases += 1
+        self.provider.release_netmem(self, niov)
+        self.pages_state_release_cnt += 1
+
+    def destroy(self) -> None:
+        """``page_pool_destroy`` as a queue restart or close runs it (ZCRX-MP-006): every
+        niov in the cache and the ring goes back to the provider; niovs still out come back
+        through :meth:`put_unrefed` later."""
+        self.detached = True
+        for niov in [*self.cache, *self.ring]:
+            self.return_netmem(niov)
+        self.cache.clear()
+        self.ring.clear()
+
+    def _own(self, niov: Niov) -> None:
+        if niov.pp is not self:
+            raise StateViolation("niov does not belong to this pool", obj=repr(niov),
+                                 rule="ZCRX-MP-005")
+
+
+def pp_zc_init_check(*, order: int, niov_shift: int, page_shift: int, dma_map: bool = True,
+                     dma_dir: int = DMA_FROM_DEVICE, same_dev: bool = True) -> tuple[int, str]:
+    """``io_pp_zc_init`` (ZCRX-MP-001): the checks on the driver's pool, in order.
+
+    Returns ``(0, rule)`` or ``(-errno, rule)``.
+    """
+    import errno
+
+    if not same_dev:
+        return -errno.EINVAL, "ZCRX-MP-001"
+    if not dma_map:
+        return -errno.EOPNOTSUPP, "ZCRX-MP-001"
+    if order + page_shift != niov_shift:
+        return -errno.EINVAL, "ZCRX-MP-001"
+    if dma_dir != DMA_FROM_DEVICE:
+        return -errno.EOPNOTSUPP, "ZCRX-MP-001"
+    return 0, "ZCRX-MP-001"
