@@ -3,9 +3,9 @@
 
     pytest benchmarks/bench_mlx5.py --benchmark-only
 
-A timed call replays :data:`FRAMES` (``rx.run`` per 256 frames, NAPI budget 64); the
-per-packet median is in each benchmark's ``extra_info``.  ``python benchmarks/run.py``
-prints the same comparison as ratios.
+A timed call replays :data:`FRAMES` (``workloads.mlx5_replay``: one open RQ fed 256
+frames at a time, NAPI budget 64); the per-packet median is in each benchmark's
+``extra_info``.  ``python benchmarks/run.py`` prints the same comparison as ratios.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def replay_rows(model: str, frames: list[bytes], rounds: int) -> tuple[list[Row]
     per_packet = side_by_side(cases, rounds)
     scapy = per_packet["scapy"]
     letter = "a" if model == "mlx5" else "b"
-    how = (f"`rx.run` per {workloads.MLX5_CHUNK} frames" if model == "mlx5"
+    how = (f"one open RQ, {workloads.MLX5_CHUNK} frames per chunk" if model == "mlx5"
            else "one open interface")
     rows: list[Row] = []
     for verdict in workloads.PROGRAMS:

@@ -2,10 +2,12 @@
 replay helpers over the models' real entry points, scapy's dissection of the same frames,
 and the facts about the machine a figure came from.
 
-The helpers call :func:`reference.mlx5.rx.run` and the fec driver's own NAPI poll
-(:func:`reference.fec.rx.napi_poll`); nothing here re-implements a model.  Both models
-keep per-packet records for the conformance observables, so the helpers feed them bounded
-batches and drop each batch's result: memory stays flat however many packets stream.
+The helpers call the models' own entry points - mlx5's RX stream
+(:class:`reference.mlx5.rx.RxStream`, the loop behind :func:`reference.mlx5.rx.run`) and
+the fec driver's NAPI poll (:func:`reference.fec.rx.napi_poll`); nothing here
+re-implements a model.  Both models keep per-packet records for the conformance
+observables, so the helpers feed them bounded batches and drop each batch's result:
+memory stays flat however many packets stream.
 """
 
 from __future__ import annotations
@@ -31,15 +33,17 @@ from reference.fec.state import FecConfig, Fep
 from reference.mlx5 import rx as mlx5_rx
 from reference.mlx5.device import DeviceConfig
 from reference.xdp.actions import XdpAction
+from reference.xdp.program import VerifiedProgram
 
 if TYPE_CHECKING:
     from pytest_benchmark.fixture import BenchmarkFixture
 
 Program = Sequence[Mapping[str, Any]]
 
-#: The op-list programs of ``reference/xdp/program.py``: return at once.
-XDP_DROP: Program = ({"op": "return", "action": int(XdpAction.XDP_DROP)},)
-XDP_PASS: Program = ({"op": "return", "action": int(XdpAction.XDP_PASS)},)
+#: The op-list programs of ``reference/xdp/program.py``: return at once.  Loaded once,
+#: as a program is attached once: checked here, not again for every packet.
+XDP_DROP: Program = VerifiedProgram(({"op": "return", "action": int(XdpAction.XDP_DROP)},))
+XDP_PASS: Program = VerifiedProgram(({"op": "return", "action": int(XdpAction.XDP_PASS)},))
 PROGRAMS: dict[str, Program] = {"XDP_DROP": XDP_DROP, "XDP_PASS": XDP_PASS}
 
 #: ``NAPI_POLL_WEIGHT``: what a driver's poll handles at most per call.
@@ -106,20 +110,30 @@ MLX5 = Mlx5Setup()
 
 
 def mlx5_replay(frames: Iterable[bytes], program: Program, *, chunk: int = MLX5_CHUNK,
-                budget: int = NAPI_BUDGET, setup: Mlx5Setup = MLX5) -> int:
-    """Replay ``frames`` through :func:`reference.mlx5.rx.run`, ``chunk`` at a time.
+                budget: int = NAPI_BUDGET, setup: Mlx5Setup = MLX5,
+                per_chunk_setup: bool = False) -> int:
+    """Replay ``frames`` through one open mlx5 RQ (:func:`reference.mlx5.rx.open_stream`),
+    ``chunk`` at a time.
 
-    Each call is the device writing the chunk's completions and NAPI polling the CQ with
+    Each chunk is the device writing its completions and NAPI polling the CQ with
     ``budget`` until it is drained; its :class:`~reference.mlx5.rx.DriverRun` (one record
-    per packet) is dropped before the next chunk.  Returns the packets handled.
+    per packet) is dropped before the next chunk.  ``per_chunk_setup`` calls
+    :func:`reference.mlx5.rx.run` per chunk instead (a fresh RQ, CQ and ring each time).
+    Returns the packets handled.
     """
 
     def program_for(_frame: int) -> Program:
         return program
 
     handled = 0
+    if per_chunk_setup:
+        for batch in chunks(frames, chunk):
+            handled += len(mlx5_rx.run(setup.device, batch, setup.rq, program_for,
+                                       budget).records)
+        return handled
+    stream = mlx5_rx.open_stream(setup.device, setup.rq, budget, xdp_prog=True)
     for batch in chunks(frames, chunk):
-        handled += len(mlx5_rx.run(setup.device, batch, setup.rq, program_for, budget).records)
+        handled += len(stream.receive(batch, program_for).records)
     return handled
 
 
@@ -140,18 +154,16 @@ class FecStream:
     (:func:`reference.fec.rx.stack_free`).
 
     The models log every DMA sync for the observables: page_pool's in its DMA device,
-    which has a switch for long per-packet runs (``record=False``, counters only), and
-    fec's own in ``fep.syncs``, which a stream drains after each poll, as an observer
-    reading it would.  ``drain=False`` keeps both logs (memory then grows per packet).
+    fec's own in ``fep.syncs``.  A stream opens the interface with ``record=False``, so
+    both keep counts only; ``keep_logs=True`` keeps the logs (memory then grows per
+    packet).
     """
 
     def __init__(self, program: Program, budget: int = NAPI_BUDGET, *,
-                 drain: bool = True) -> None:
-        self.fep: Fep = fec_rx.fec_enet_open(FecConfig(xdp=True))
-        self.fep.dev.record = not drain
+                 keep_logs: bool = False) -> None:
+        self.fep: Fep = fec_rx.fec_enet_open(FecConfig(xdp=True), record=keep_logs)
         self.program = program
         self.budget = budget
-        self.drain = drain
 
     def _program_for(self, _slot: int) -> Program:
         return self.program
@@ -167,9 +179,6 @@ class FecStream:
             records, _ = fec_rx.napi_poll(fep, self.budget, self._program_for)
             handled += len(records)
             fec_rx.stack_free(fep)
-            if self.drain:
-                fep.syncs.for_cpu.clear()
-                fep.syncs.for_device.clear()
         return handled
 
     def outcomes(self, frames: Sequence[bytes]) -> set[str]:

@@ -158,11 +158,15 @@ def csum_tcpudp_magic(saddr: bytes, daddr: bytes, length: int, proto: int, csum:
 
 
 def csum_ipv6_magic(saddr: bytes, daddr: bytes, length: int, proto: int, csum: int = 0) -> int:
-    """CSUM-007: the folded IPv6 pseudo-header checksum (net/ipv6/ip6_checksum.c)."""
+    """CSUM-007: the folded IPv6 pseudo-header checksum (net/ipv6/ip6_checksum.c).
+
+    The kernel adds the two addresses as eight 32-bit words with end-around carry.  A
+    one's-complement sum does not depend on how the bytes are grouped into words (RFC
+    1071, section 2 (C), "parallel summation"), and the fold only sees the sum, so the
+    model adds the 16-bit sum of all 32 address bytes instead: the same folded value.
+    """
     words = _addr(saddr, 16, "saddr", "CSUM-007") + _addr(daddr, 16, "daddr", "CSUM-007")
-    s = csum & M32
-    for i in range(0, 32, 4):
-        s = csum_add(s, int.from_bytes(words[i : i + 4], "big"))
+    s = csum_add(csum & M32, _ones16(words))
     s = csum_add(s, length & M32)
     s = csum_add(s, proto & 0xFF)
     return csum_fold(s)

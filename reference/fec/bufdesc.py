@@ -113,6 +113,10 @@ _BD = {ByteOrder.LITTLE: struct.Struct("<HHI"), ByteOrder.BIG: struct.Struct(">H
 _BD_EX = {ByteOrder.LITTLE: struct.Struct("<HHIIIII4H"),
           ByteOrder.BIG: struct.Struct(">HHIIIII4H")}
 
+#: The layouts the range checks pack into (any order checks the same widths).
+_BD_WIDTHS = _BD[ByteOrder.LITTLE]
+_BD_EX_WIDTHS = _BD_EX[ByteOrder.LITTLE]
+
 #: ``sizeof(struct bufdesc)`` and ``sizeof(struct bufdesc_ex)``.
 BUFDESC_SIZE = 8
 BUFDESC_EX_SIZE = 32
@@ -134,6 +138,26 @@ def _check(name: str, value: int, bits: int) -> None:
                              rule="FEC-BD-005")
 
 
+#: (field, width in bits) of the integer words, in declaration order (FEC-BD-005).
+_BD_BITS: tuple[tuple[str, int], ...] = (("cbd_datlen", 16), ("cbd_sc", 16), ("cbd_bufaddr", 32))
+_BD_EX_BITS = (*_BD_BITS, ("cbd_esc", 32), ("cbd_prot", 32), ("cbd_bdu", 32), ("ts", 32))
+
+
+def _fits(layout: struct.Struct, *values: object) -> bool:
+    """Whether ``values`` pack into ``layout``: each an integer within its field's width."""
+    try:
+        layout.pack(*values)
+    except struct.error:
+        return False
+    return True
+
+
+def _check_fields(bd: object, widths: tuple[tuple[str, int], ...]) -> None:
+    """Raise for the first field of ``bd`` that is not an int of its width (FEC-BD-005)."""
+    for name, bits in widths:
+        _check(name, getattr(bd, name), bits)
+
+
 def _need(buf: bytes | bytearray | memoryview, offset: int, size: int, what: str) -> None:
     if offset < 0 or len(buf) - offset < size:
         raise Truncated(field=what, offset=offset, needed=size,
@@ -149,9 +173,10 @@ class Bufdesc:
     cbd_bufaddr: int = 0
 
     def __attrs_post_init__(self) -> None:
-        _check("cbd_datlen", self.cbd_datlen, 16)
-        _check("cbd_sc", self.cbd_sc, 16)
-        _check("cbd_bufaddr", self.cbd_bufaddr, 32)
+        # FEC-BD-005: one packing attempt checks every width; only when it fails are the
+        # fields walked, in declaration order, to name the first that does not fit.
+        if not _fits(_BD_WIDTHS, self.cbd_datlen, self.cbd_sc, self.cbd_bufaddr):
+            _check_fields(self, _BD_BITS)
 
     @classmethod
     def unpack(cls, buf: bytes | bytearray | memoryview, offset: int = 0,
@@ -180,10 +205,13 @@ class BufdescEx:
     res0: tuple[int, int, int, int] = (0, 0, 0, 0)
 
     def __attrs_post_init__(self) -> None:
-        _check("cbd_datlen", self.cbd_datlen, 16)
-        _check("cbd_sc", self.cbd_sc, 16)
-        for name in ("cbd_bufaddr", "cbd_esc", "cbd_prot", "cbd_bdu", "ts"):
-            _check(name, getattr(self, name), 32)
+        # FEC-BD-005: as for Bufdesc, one packing attempt is the whole check (of a tuple
+        # res0; anything else takes the walk, which checks its length and words).
+        if isinstance(self.res0, tuple) and _fits(
+                _BD_EX_WIDTHS, self.cbd_datlen, self.cbd_sc, self.cbd_bufaddr, self.cbd_esc,
+                self.cbd_prot, self.cbd_bdu, self.ts, *self.res0):
+            return
+        _check_fields(self, _BD_EX_BITS)
         if len(self.res0) != 4:
             raise MalformedInput("res0 has four 16-bit words", field="res0", value=self.res0,
                                  rule="FEC-BD-005")

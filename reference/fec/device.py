@@ -11,6 +11,7 @@ import zlib
 
 import attrs
 
+from reference import checksum, packet
 from reference.errors import InvalidConfig, MalformedInput
 from reference.fec.bufdesc import (
     BD_ENET_RX_CL,
@@ -28,6 +29,7 @@ from reference.fec.bufdesc import (
     BD_ENET_RX_WRAP,
     BD_ENET_TX_READY,
     BD_ENET_TX_STATS,
+    BufdescEx,
 )
 from reference.fec.state import FCS_LEN, PKT_MAXBUF_SIZE, SHIFT16_PAD, Fep
 from reference.trace import Trace, emit
@@ -54,8 +56,6 @@ def fcs(frame: bytes) -> bytes:
 
 def _csum_bits(frame: bytes) -> int:
     """FEC-DEV-004: the RX checksum accelerator's verdict bits for one frame."""
-    from reference import checksum, packet
-
     try:
         info = packet.parse(frame)
     except MalformedInput:
@@ -145,10 +145,13 @@ def receive(fep: Fep, frame: bytes, faults: frozenset[str] = frozenset(),
             sc |= BD_ENET_RX_LAST
         if last:
             sc |= errs
-        new = attrs.evolve(bd, cbd_datlen=datlen, cbd_sc=sc)
-        if cfg.bufdesc_ex:
-            new = attrs.evolve(new, cbd_esc=(bd.cbd_esc & BD_ENET_RX_INT) | (esc if last else 0),
-                               cbd_prot=0, cbd_bdu=BD_ENET_RX_BDU)
+        bd_esc, bd_prot, bd_bdu = bd.cbd_esc, bd.cbd_prot, bd.cbd_bdu
+        if cfg.bufdesc_ex:  # the enhanced words: INT kept, the verdict on the last, BDU
+            bd_esc = (bd.cbd_esc & BD_ENET_RX_INT) | (esc if last else 0)
+            bd_prot, bd_bdu = 0, BD_ENET_RX_BDU
+        new = BufdescEx(cbd_datlen=datlen, cbd_sc=sc, cbd_bufaddr=bd.cbd_bufaddr,
+                        cbd_esc=bd_esc, cbd_prot=bd_prot, cbd_bdu=bd_bdu, ts=bd.ts,
+                        res0=bd.res0)
         ring.put(index, new)
         emit(trace, "FEC-DEV-005", "frame written", slot=index, datlen=datlen, sc=sc,
              esc=new.cbd_esc)
@@ -176,7 +179,8 @@ def transmit(fep: Fep, queue: int = 0, count: int | None = None, status: int = 0
         page, off = fep.bus.at(bd.cbd_bufaddr)
         sent.append(bytes(page.data[off : off + bd.cbd_datlen]))
         sc = (bd.cbd_sc & ~BD_ENET_TX_READY) | (status & BD_ENET_TX_STATS)
-        ring.put(index, attrs.evolve(bd, cbd_sc=sc))
+        ring.put(index, BufdescEx(bd.cbd_datlen, sc, bd.cbd_bufaddr, bd.cbd_esc, bd.cbd_prot,
+                                  bd.cbd_bdu, bd.ts, bd.res0))
         emit(trace, "FEC-DEV-008", "frame transmitted", queue=queue, slot=index,
              len=bd.cbd_datlen)
         index = ring.next(index)

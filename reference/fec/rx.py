@@ -41,6 +41,7 @@ from reference.fec.state import (
     FecConfig,
     Fep,
     RxQueue,
+    Syncs,
     TxBuffer,
     TxQueue,
 )
@@ -76,15 +77,18 @@ def page_pool_params(cfg: FecConfig, dev: pp.DmaDevice) -> pp.PagePoolParams:
 
 
 def fec_enet_open(cfg: FecConfig, *, allocator: pp.PageAllocator | None = None,
-                  trace: Trace | None = None) -> Fep:
+                  record: bool = True, trace: Trace | None = None) -> Fep:
     """``fec_enet_open`` as far as rings and pages go (FEC-RX-014, FEC-RX-001).
 
     The pool is created and registered as the queue's XDP memory model; every RX slot gets
     a page: ``cbd_bufaddr`` = DMA address + 256, ``cbd_sc`` = EMPTY (WRAP on the last),
     ``cbd_esc`` = ``BD_ENET_RX_INT`` with enhanced descriptors.  TX slots start empty
     with WRAP on the last and ``dirty_tx`` on the last slot.
+
+    ``record=False`` keeps no per-sync logs, only counts (page_pool's ``DmaDevice`` and
+    ``fep.syncs``): for long per-packet runs, whose memory then stays flat.
     """
-    dev = pp.DmaDevice()
+    dev = pp.DmaDevice(record=record)
     allocator = allocator or pp.PageAllocator(pp.ARM64_4K)
     created = pp.page_pool_create(page_pool_params(cfg, dev), allocator=allocator)
     assert created.pool is not None, created.err
@@ -115,7 +119,7 @@ def fec_enet_open(cfg: FecConfig, *, allocator: pp.PageAllocator | None = None,
                             cfg.tx_ring_size - 1))
     emit(trace, "FEC-RX-014", "page pool created and the RX ring filled",
          pool_size=cfg.rx_ring_size, dma_dir=pool.dma_dir, max_len=pool.max_len)
-    return Fep(cfg, bus, dev, allocator, rxq, txqs)
+    return Fep(cfg, bus, dev, allocator, rxq, txqs, syncs=Syncs(record=record))
 
 
 @attrs.frozen
@@ -241,7 +245,7 @@ def fec_enet_rx_queue(fep: Fep, budget: int, program_for: Callable[[int], Progra
                 new_addr = new.dma_addr + FEC_ENET_XDP_HEADROOM
                 emit(trace, "FEC-RX-006", "slot refilled before the old page is used",
                      slot=index)
-                fep.syncs.for_cpu.append((old_addr, pkt_len))  # FEC-RX-007
+                fep.syncs.sync_for_cpu(old_addr, pkt_len)  # FEC-RX-007
                 xpage = fep.bus.page_for(page)
                 ops = program_for(index) if cfg.xdp else None
                 outcome = Fate.SKB.value
@@ -263,10 +267,12 @@ def fec_enet_rx_queue(fep: Fep, budget: int, program_for: Callable[[int], Progra
                     emit(trace, "FEC-RX-008", "skb built and delivered", len=skb.len)
         # FEC-RX-003: re-arm with the stats bits cleared, E set, W kept.
         rearm = (status & ~BD_ENET_RX_STATS) | BD_ENET_RX_EMPTY
-        ext: dict[str, Any] = {}
+        esc, prot, bdu = bd.cbd_esc, bd.cbd_prot, bd.cbd_bdu
         if cfg.bufdesc_ex:
-            ext = {"cbd_esc": BD_ENET_RX_INT, "cbd_prot": 0, "cbd_bdu": 0}
-        ring.put(index, attrs.evolve(bd, cbd_sc=rearm, cbd_bufaddr=new_addr, **ext))
+            esc, prot, bdu = BD_ENET_RX_INT, 0, 0
+        ring.put(index, BufdescEx(cbd_datlen=bd.cbd_datlen, cbd_sc=rearm, cbd_bufaddr=new_addr,
+                                  cbd_esc=esc, cbd_prot=prot, cbd_bdu=bdu, ts=bd.ts,
+                                  res0=bd.res0))
         emit(trace, "FEC-RX-003", "descriptor re-armed", slot=index, sc=rearm)
         records.append(RxRecord(index, bd.cbd_sc, bd.cbd_datlen, outcome, rec_xdp, skb,
                                 rearm))

@@ -170,11 +170,30 @@ class TxQueue:
 
 @attrs.define
 class Syncs:
-    """The DMA syncs fec itself issues (page_pool's own go to its ``DmaDevice``)."""
+    """The DMA syncs fec itself issues (page_pool's own go to its ``DmaDevice``).
+
+    Each sync is logged as (bus address, length) and counted; with ``record=False``
+    only the counts are kept (long per-packet runs), as ``DmaDevice(record=False)`` does.
+    """
 
     for_cpu: list[tuple[int, int]] = attrs.field(factory=list)  # (bus addr, len)
     for_device: list[tuple[int, int]] = attrs.field(factory=list)
     unmaps: int = 0
+    record: bool = True
+    cpu_syncs: int = 0
+    device_syncs: int = 0
+
+    def sync_for_cpu(self, addr: int, length: int) -> None:
+        """``dma_sync_single_for_cpu`` over ``length`` bytes at ``addr``."""
+        self.cpu_syncs += 1
+        if self.record:
+            self.for_cpu.append((addr, length))
+
+    def sync_for_device(self, addr: int, length: int) -> None:
+        """``dma_sync_single_for_device`` over ``length`` bytes at ``addr``."""
+        self.device_syncs += 1
+        if self.record:
+            self.for_device.append((addr, length))
 
 
 @attrs.define

@@ -9,7 +9,6 @@ on restart (``fec_enet_bd_init``) and close (``fec_enet_free_buffers``) is in
 from __future__ import annotations
 
 import errno
-from typing import Any
 
 import attrs
 
@@ -27,6 +26,7 @@ from reference.fec.bufdesc import (
     BD_ENET_TX_STATS,
     BD_ENET_TX_TC,
     BD_ENET_TX_UN,
+    BufdescEx,
 )
 from reference.fec.state import MAX_SKB_FRAGS, Fep, TxBuffer, TxBufType, TxQueue
 from reference.trace import Trace, emit
@@ -54,17 +54,23 @@ def txq_xmit_frame(fep: Fep, txq: TxQueue, *, addr: int, length: int, buf: TxBuf
     index = txq.cur
     bd = ring.get(index)
     status = (bd.cbd_sc & ~BD_ENET_TX_STATS) | BD_ENET_TX_INTR | BD_ENET_TX_LAST
-    ext: dict[str, Any] = {}
+    esc, bdu = bd.cbd_esc, bd.cbd_bdu
     if fep.cfg.bufdesc_ex:
-        ext = {"cbd_bdu": 0, "cbd_esc": BD_ENET_TX_INT}
+        esc, bdu = BD_ENET_TX_INT, 0
     txq.tx_buf[index] = buf
     status |= BD_ENET_TX_READY | BD_ENET_TX_TC
-    ring.put(index, attrs.evolve(bd, cbd_bufaddr=addr, cbd_datlen=length, cbd_sc=status,
-                                 **ext))
+    ring.put(index, BufdescEx(cbd_datlen=length, cbd_sc=status, cbd_bufaddr=addr, cbd_esc=esc,
+                              cbd_prot=bd.cbd_prot, cbd_bdu=bdu, ts=bd.ts, res0=bd.res0))
     emit(trace, "FEC-TX-003", "TX descriptor filled and handed to the MAC", slot=index,
          type=buf.type.name, len=length, sc=status)
     txq.cur = ring.next(index)
     return index
+
+
+def _unmapped(bd: BufdescEx) -> BufdescEx:
+    """The descriptor with ``cbd_bufaddr`` cleared, as ``fec_enet_tx_queue`` leaves it."""
+    return BufdescEx(bd.cbd_datlen, bd.cbd_sc, 0, bd.cbd_esc, bd.cbd_prot, bd.cbd_bdu, bd.ts,
+                     bd.res0)
 
 
 def tx_room(txq: TxQueue, trace: Trace | None = None) -> int:
@@ -154,7 +160,7 @@ def tx_queue(fep: Fep, queue: int, budget: int, trace: Trace | None = None
             break
         buf = txq.tx_buf[index]
         if buf.type is TxBufType.FEC_TXBUF_T_SKB:
-            ring.put(index, attrs.evolve(bd, cbd_bufaddr=0))
+            ring.put(index, _unmapped(bd))
             if buf.buf_p is None:
                 txq.dirty_tx = index
                 index = ring.next(index)
@@ -166,7 +172,7 @@ def tx_queue(fep: Fep, queue: int, budget: int, trace: Trace | None = None
             break
         if buf.type is TxBufType.FEC_TXBUF_T_XDP_NDO and bd.cbd_bufaddr:
             fep.syncs.unmaps += 1
-        ring.put(index, attrs.evolve(bd, cbd_bufaddr=0))
+        ring.put(index, _unmapped(bd))
         if buf.buf_p is None:
             buf.type = TxBufType.FEC_TXBUF_T_SKB
             txq.dirty_tx = index

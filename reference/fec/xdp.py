@@ -25,7 +25,7 @@ from reference.fec.counters import (
 from reference.fec.state import Fep, TxBuffer, TxBufType
 from reference.fec.tx import NAPI_CTX, tx_room, txq_xmit_frame, xdp_get_tx_queue
 from reference.trace import Trace, emit
-from reference.xdp.actions import XdpAction
+from reference.xdp.actions import ACTION_NAMES, XdpAction
 from reference.xdp.buff import XdpBuff
 from reference.xdp.frame import xdp_convert_buff_to_frame
 from reference.xdp.program import ProgramRun, run_program
@@ -62,7 +62,8 @@ class XdpResult:
 
 
 def _verdict_name(act: int) -> str:
-    return XdpAction(act).name if act <= XdpAction.XDP_REDIRECT else "UNKNOWN"
+    """The action's name; every value above ``XDP_REDIRECT`` is "UNKNOWN"."""
+    return ACTION_NAMES[act] if act <= XdpAction.XDP_REDIRECT else "UNKNOWN"
 
 
 def run_xdp(fep: Fep, ops: Sequence[Mapping[str, Any]], xdp: XdpBuff, page: pp.Page,
@@ -147,7 +148,7 @@ def xdp_tx_xmit(fep: Fep, cpu: int, xdp: XdpBuff, page: pp.Page, sync: int,
         emit(trace, "FEC-XDP-008", "pre-2023 XDP_TX: converted to xdp_frame",
              headroom=frame.headroom)
     addr = page.dma_addr + (xdp.data - xdp.data_hard_start)
-    fep.syncs.for_device.append((addr, sync_len))
+    fep.syncs.sync_for_device(addr, sync_len)
     slot = txq_xmit_frame(fep, txq, addr=addr, length=length,
                           buf=TxBuffer(TxBufType.FEC_TXBUF_T_XDP_TX, buf_p), trace=trace)
     emit(trace, "FEC-XDP-005", "XDP_TX: the RX page is queued on TX", queue=queue, slot=slot,

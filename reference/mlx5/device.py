@@ -14,7 +14,9 @@ reads it.  The SPEC rules say for each which driver code the inference rests on.
 from __future__ import annotations
 
 import enum
+import functools
 from collections import deque
+from collections.abc import Callable
 
 import attrs
 
@@ -49,6 +51,10 @@ class TsFormat(enum.Enum):
 
     FREE_RUNNING = "free_running"
     REAL_TIME = "real_time"
+
+
+#: A CQE under construction: every field but the placement ones given (see ``_one``).
+CqeBase = Callable[..., C.mlx5_cqe64]
 
 
 def _bad(field: str, value: object, what: str) -> InvalidConfig:
@@ -164,13 +170,19 @@ class Completion:
         return not (self.error or self.filler)
 
 
+#: The L3 header type the device reports for each parsed L3 (0 for any other).
+_L3_HDR_TYPE = {
+    L3.IPV4: C.MLX5_CQE_ROCE_L3_HEADER_TYPE_IPV4,
+    L3.IPV6: C.MLX5_CQE_ROCE_L3_HEADER_TYPE_IPV6,
+}
+#: MLX5-DEV-002: the L4 selector of ``rss_hash_type`` per hashed L4 (NONE for any other).
+_RSS_L4 = {L4.TCP: C.CQE_RSS_L4_TCP, L4.UDP: C.CQE_RSS_L4_UDP}
+
+
 def _l3_type(info: PacketInfo | None) -> int:
     if info is None:
         return 0
-    return {
-        L3.IPV4: C.MLX5_CQE_ROCE_L3_HEADER_TYPE_IPV4,
-        L3.IPV6: C.MLX5_CQE_ROCE_L3_HEADER_TYPE_IPV6,
-    }.get(info.l3, 0)
+    return _L3_HDR_TYPE.get(info.l3, 0)
 
 
 def _l4_type(frame: bytes, info: PacketInfo | None) -> int:
@@ -213,9 +225,7 @@ def _rss_fields(info: PacketInfo | None, config: rss.RssConfig) -> tuple[int, in
     if result is None:
         return 0, 0
     ip = C.CQE_RSS_IPV4 if result.l3 is L3.IPV4 else C.CQE_RSS_IPV6
-    l4 = {L4.TCP: C.CQE_RSS_L4_TCP, L4.UDP: C.CQE_RSS_L4_UDP}.get(
-        result.l4 if result.l4 is not None else L4.NONE, C.CQE_RSS_L4_NONE
-    )
+    l4 = _RSS_L4.get(result.l4 if result.l4 is not None else L4.NONE, C.CQE_RSS_L4_NONE)
     return result.hash, C.rss_hash_type_of(ip, l4)
 
 
@@ -272,6 +282,11 @@ class Mlx5Device:
     _units: deque[tuple[str, tuple[Completion, ...]]] = attrs.field(factory=deque)
     _frames: int = 0
 
+    @property
+    def frames_received(self) -> int:
+        """Frames received so far: the number the next frame's completions will carry."""
+        return self._frames
+
     # --- per frame -----------------------------------------------------------------------
 
     def receive(
@@ -310,7 +325,10 @@ class Mlx5Device:
         hash_result, hash_type = _rss_fields(info, cfg.rss)
         emit(trace, "MLX5-DEV-002", "RSS", frame=index, hash=hash_result, hash_type=hash_type)
         ts_h, ts_l = _timestamp(ts, cfg.ts_format)
-        base = C.mlx5_cqe64(
+        # The frame's CQE with everything but where its bytes went (the RQ type adds
+        # wqe_id, wqe_counter and byte_cnt): each CQE is then built once, whole.
+        base = functools.partial(
+            C.mlx5_cqe64,
             rss_hash_result=hash_result,
             rss_hash_type=hash_type,
             check_sum=_full_sum(data) if cfg.csum_full else _ip_sum(data, info, shift),
@@ -341,7 +359,7 @@ class Mlx5Device:
         return C.mlx5_cqe64.unpack(raw)
 
     def _cyclic(
-        self, index: int, frame: bytes, data: bytes, base: C.mlx5_cqe64, trace: Trace | None
+        self, index: int, frame: bytes, data: bytes, base: CqeBase, trace: Trace | None
     ) -> Completion:
         cfg = self.config
         counter = self.wqe_ctr & 0xFFFF
@@ -351,14 +369,14 @@ class Mlx5Device:
             return Completion(self._error(counter), index, error=True)
         self.placements.append(Placement(index, counter & (cfg.wq_size - 1), 0, data))
         emit(trace, "MLX5-DEV-008", "placed in WQE", frame=index, wqe_counter=counter)
-        return Completion(attrs.evolve(base, byte_cnt=len(data), wqe_counter=counter), index)
+        return Completion(base(byte_cnt=len(data), wqe_counter=counter), index)
 
     def _next_wqe(self) -> None:
         self.cur_wqe = (self.cur_wqe + 1) & (self.config.wq_size - 1)
         self.cur_stride = 0
 
     def _striding(
-        self, index: int, data: bytes, base: C.mlx5_cqe64, trace: Trace | None
+        self, index: int, data: bytes, base: CqeBase, trace: Trace | None
     ) -> list[Completion]:
         cfg = self.config
         out: list[Completion] = []
@@ -373,16 +391,14 @@ class Mlx5Device:
         if need > left:
             # MLX5-DEV-011: the rest of the WQE cannot hold the packet: report it as filler.
             emit(trace, "MLX5-DEV-011", "filler CQE", wqe_id=self.cur_wqe, strides=left)
-            filler = attrs.evolve(
-                base,
+            filler = base(
                 wqe_id=self.cur_wqe,
                 wqe_counter=self.cur_stride,
                 byte_cnt=C.mpwrq_byte_cnt(0, left, filler=True),
             )
             out.append(Completion(filler, -1, filler=True))
             self._next_wqe()
-        cqe = attrs.evolve(
-            base,
+        cqe = base(
             wqe_id=self.cur_wqe,
             wqe_counter=self.cur_stride,
             byte_cnt=C.mpwrq_byte_cnt(len(data), need),
@@ -408,11 +424,13 @@ class Mlx5Device:
     def _group(self, new: list[Completion], trace: Trace | None) -> None:
         """MLX5-COMP-001: cut the completions into ring units: single CQEs and sessions."""
         mode = self.config.compression
+        if mode is Compression.NONE:  # every completion is a unit of its own
+            self._units.extend(("single", (comp,)) for comp in new)
+            return
         runs: list[list[Completion]] = []
         for comp in new:
             if (
-                mode is not Compression.NONE
-                and comp.compressible
+                comp.compressible
                 and runs
                 and runs[-1][-1].compressible
                 and self.title_key(runs[-1][-1].cqe) == self.title_key(comp.cqe)
@@ -435,7 +453,7 @@ class Mlx5Device:
                     )
             else:
                 self._units.extend(("single", (comp,)) for comp in run)
-            if len(run) > 1 and mode is not Compression.NONE:
+            if len(run) > 1:
                 emit(trace, "MLX5-COMP-001", "compressible run", length=len(run), mode=mode.value)
 
     @property
@@ -463,7 +481,8 @@ class Mlx5Device:
             if self.config.compression is Compression.ENHANCED
             else cqe.signature
         )
-        return attrs.evolve(cqe, op_own=op_own, signature=signature).pack()
+        # Bytes 62 and 63 of the packed CQE (MLX5-CQE-001): signature, op_own.
+        return cqe.pack()[:62] + bytes((signature, op_own))
 
     def _mini(self, comp: Completion) -> C.mlx5_mini_cqe8:
         """MLX5-COMP-004: the per-packet fields a mini-CQE carries."""

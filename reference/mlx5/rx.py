@@ -14,6 +14,7 @@ as a page fate, not simulated.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -92,6 +93,12 @@ class RqConfig:
         return self.mtu + MLX5E_HARD_MTU
 
 
+@functools.cache  # asked for per packet; the set is immutable
+def _netdev_features(rxhash: bool, rxcsum: bool) -> frozenset[str]:
+    return frozenset(name for name, on in ((NETIF_F_RXHASH, rxhash), (NETIF_F_RXCSUM, rxcsum))
+                     if on)
+
+
 @attrs.define(eq=False)
 class Mlx5eRq:
     """The parts of ``struct mlx5e_rq`` the XDP path reads and writes."""
@@ -116,8 +123,7 @@ class Mlx5eRq:
     @property
     def netdev_features(self) -> frozenset[str]:
         """The features of the netdev behind ``xdp_rxq.dev`` (MLX5-KF-002, MLX5-CSUM-001)."""
-        return frozenset(name for name, on in ((NETIF_F_RXHASH, self.cfg.rxhash),
-                                               (NETIF_F_RXCSUM, self.cfg.rxcsum)) if on)
+        return _netdev_features(self.cfg.rxhash, self.cfg.rxcsum)
 
     @property
     def state(self) -> RqState:
@@ -342,6 +348,88 @@ class DriverRun:
     from_title: tuple[bool, ...]
 
 
+@attrs.define(eq=False)
+class RxStream:
+    """One RQ and its CQ that frames keep arriving on, chunk after chunk (MLX5-RX-003).
+
+    The device, the CQ ring and the driver's RQ persist between chunks, as they do while
+    an interface is up, so a long replay pays their set-up (an empty ring of CQ-size
+    slots, the RQ and its XDP-SQ) once.  :func:`run` is one chunk on a fresh stream.
+    """
+
+    device: Mlx5Device
+    cq: Mlx5eRxCq
+    ring: bytearray
+    rq: Mlx5eRq
+    budget: int = 64
+
+    def receive(
+        self,
+        frames: Sequence[bytes],
+        program_for: Callable[[int], Ops | None],
+        *,
+        timestamps: Sequence[int] | None = None,
+        trace: Trace | None = None,
+    ) -> DriverRun:
+        """The device receives ``frames``; NAPI polls (XDP-SQ completions, then the RX CQ
+        with the handlers) until every completion was handled, then one last XDP-SQ
+        completion pass.
+
+        ``program_for`` and the records' ``frame`` count from this chunk's first frame.
+        The result holds this chunk's completions, polls and records; its counters and
+        page fates are the stream's running totals.  The device's own per-frame logs
+        (``completions``, ``placements``) keep the latest chunk only.
+        """
+        device, cq, ring, rq = self.device, self.cq, self.ring, self.rq
+        device.completions.clear()
+        device.placements.clear()
+        first = device.frames_received  # the device's number for frames[0]
+        completions = device.receive(list(frames),
+                                     None if timestamps is None else list(timestamps), trace)
+        records: list[dict[str, Any]] = []
+        cleared: list[bool] = []
+
+        def handler(cqe: C.mlx5_cqe64) -> None:
+            comp = completions[len(records)]
+            frame = comp.frame - first if comp.frame >= 0 else comp.frame
+            emit(trace, "MLX5-RX-002", "RX handler called", index=len(records), frame=frame)
+            rec = rq.handle_cqe(cqe, packet_bytes(frames[frame], cqe) if frame >= 0
+                                else b"", program_for(frame) if frame >= 0 else None, trace)
+            rec["frame"] = frame
+            records.append(rec)
+            cleared.append(cqe is cq.cqd.title)
+
+        polls: list[PollResult] = []
+        while True:
+            wrote = device.write(ring, cq.cc, trace)
+            before = cq.cc
+            rq.poll_xdpsq(trace)
+            result = cq.poll(ring, self.budget, handler, trace=trace)
+            if result.work_done:
+                polls.append(result)
+                rq.xdp_rx_poll_complete()
+            if device.pending == 0 and cq.cc == device.pc:
+                break
+            if not wrote and cq.cc == before:
+                raise StateViolation("no progress: the budget is smaller than an enhanced "
+                                     "session", obj="mlx5 run", rule="MLX5-CQ-004")
+        rq.poll_xdpsq(trace)
+        return DriverRun(tuple(completions), tuple(polls), cq.stats(), tuple(records),
+                         rq.counters(), dict(rq.pages), tuple(cleared))
+
+
+def open_stream(config: DeviceConfig, rq_cfg: RqConfig, budget: int = 64, *,
+                xdp_prog: bool = False, start: int = 0) -> RxStream:
+    """A fresh device, an empty CQ whose counters start at ``start``, and an RQ opened
+    with or without an XDP program (``xdp_prog``, MLX5-CSUM-003)."""
+    device = Mlx5Device(config, pc=start)
+    cq = Mlx5eRxCq(rq_params(config), cc=start)
+    ring = new_ring(config.log_cq_size, start)
+    rq = Mlx5eRq(rq_cfg)
+    rq.xdp_prog = xdp_prog
+    return RxStream(device, cq, ring, rq, budget)
+
+
 def run(
     config: DeviceConfig,
     frames: Sequence[bytes],
@@ -353,42 +441,8 @@ def run(
     start: int = 0,
     trace: Trace | None = None,
 ) -> DriverRun:
-    """MLX5-RX-003: NAPI polls (XDP-SQ completions, then the RX CQ with the handlers)
-    until every completion was handled, then one last XDP-SQ completion pass."""
-    device = Mlx5Device(config, pc=start)
-    cq = Mlx5eRxCq(rq_params(config), cc=start)
-    ring = new_ring(config.log_cq_size, start)
-    rq = Mlx5eRq(rq_cfg)
-    rq.xdp_prog = any(program_for(i) is not None for i in range(len(frames)))
-    completions = device.receive(list(frames), None if timestamps is None else list(timestamps),
-                                 trace)
-    records: list[dict[str, Any]] = []
-    cleared: list[bool] = []
-
-    def handler(cqe: C.mlx5_cqe64) -> None:
-        comp = completions[len(records)]
-        emit(trace, "MLX5-RX-002", "RX handler called", index=len(records), frame=comp.frame)
-        rec = rq.handle_cqe(cqe, packet_bytes(frames[comp.frame], cqe) if comp.frame >= 0
-                            else b"", program_for(comp.frame) if comp.frame >= 0 else None,
-                            trace)
-        rec["frame"] = comp.frame
-        records.append(rec)
-        cleared.append(cqe is cq.cqd.title)
-
-    polls: list[PollResult] = []
-    while True:
-        wrote = device.write(ring, cq.cc, trace)
-        before = cq.cc
-        rq.poll_xdpsq(trace)
-        result = cq.poll(ring, budget, handler, trace=trace)
-        if result.work_done:
-            polls.append(result)
-            rq.xdp_rx_poll_complete()
-        if device.pending == 0 and cq.cc == device.pc:
-            break
-        if not wrote and cq.cc == before:
-            raise StateViolation("no progress: the budget is smaller than an enhanced session",
-                                 obj="mlx5 run", rule="MLX5-CQ-004")
-    rq.poll_xdpsq(trace)
-    return DriverRun(tuple(completions), tuple(polls), cq.stats(), tuple(records),
-                     rq.counters(), dict(rq.pages), tuple(cleared))
+    """MLX5-RX-003: ``frames`` through a fresh RQ/CQ (see :meth:`RxStream.receive`); the
+    RQ counts as opened with a program when any frame has one."""
+    stream = open_stream(config, rq_cfg, budget, start=start)
+    stream.rq.xdp_prog = any(program_for(i) is not None for i in range(len(frames)))
+    return stream.receive(frames, program_for, timestamps=timestamps, trace=trace)

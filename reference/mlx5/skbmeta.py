@@ -15,6 +15,7 @@ not depend on which builder made it.
 from __future__ import annotations
 
 import enum
+import functools
 
 import attrs
 
@@ -76,6 +77,7 @@ class RqState:
     csum_full: bool = False  # MLX5E_RQ_STATE_CSUM_FULL
 
 
+@functools.cache  # an RqState is immutable, and the RX path asks for it per packet
 def rq_state(*, rxcsum: bool, xdp_prog: bool, pflag_no_csum_complete: bool,
              cqe_checksum_full: bool) -> RqState:
     """MLX5-CSUM-003: ``mlx5e_open_rq`` sets NO_CSUM_COMPLETE for the private flag or when
@@ -250,9 +252,10 @@ def mlx5e_build_rx_skb(cqe: C.mlx5_cqe64, data: bytes, *, features: frozenset[st
         meta["hwtstamp"] = None
     if NETIF_F_RXHASH in features:  # MLX5-SKB-001
         h, level = skb_hash(cqe)
+        level_name = level.name
         meta.update(hash=h, l4_hash=level is PktHashType.PKT_HASH_TYPE_L4,
-                    hash_type=level.name)
-        emit(trace, "MLX5-SKB-001", "skb hash", hash=h, level=level.name)
+                    hash_type=level_name)
+        emit(trace, "MLX5-SKB-001", "skb hash", hash=h, level=level_name)
     else:
         meta.update(hash=0, l4_hash=False, hash_type=None)
     if C.cqe_has_vlan(cqe):  # MLX5-SKB-002
@@ -266,8 +269,9 @@ def mlx5e_build_rx_skb(cqe: C.mlx5_cqe64, data: bytes, *, features: frozenset[st
     meta.update(ip_summed=verdict.ip_summed.name, csum=verdict.csum,
                 csum_level=verdict.csum_level, encapsulation=verdict.encapsulation)
     protocol, pkt_type = eth_type_trans(data, dev_addr)  # MLX5-SKB-005
-    meta.update(protocol=protocol, pkt_type=pkt_type.name)
+    pkt_type_name = pkt_type.name
+    meta.update(protocol=protocol, pkt_type=pkt_type_name)
     if pkt_type in (PktType.PACKET_MULTICAST, PktType.PACKET_BROADCAST):
         stats.mcast_packets += 1
-    emit(trace, "MLX5-SKB-005", "eth_type_trans", protocol=protocol, pkt_type=pkt_type.name)
+    emit(trace, "MLX5-SKB-005", "eth_type_trans", protocol=protocol, pkt_type=pkt_type_name)
     return meta

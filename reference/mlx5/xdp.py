@@ -25,7 +25,7 @@ from reference.mlx5 import cqe as C
 from reference.mlx5.counters import Mlx5eRqStats, Mlx5eXdpsqStats
 from reference.mlx5.kfuncs import MLX5E_XDP_METADATA_OPS
 from reference.trace import Trace, emit
-from reference.xdp.actions import XdpAction
+from reference.xdp.actions import ACTION_NAMES, XdpAction
 from reference.xdp.buff import (
     XdpBuff,
     xdp_buff_has_frags,
@@ -197,7 +197,7 @@ def mlx5e_xdp_handle(
     run = run_program(ops, mxbuf, metadata_ops=MLX5E_XDP_METADATA_OPS, ctx=mxbuf, trace=trace)
     act = run.action
     stats: Mlx5eRqStats = rq.stats
-    name = XdpAction(act).name if act in {a.value for a in XdpAction} else f"INVALID({act})"
+    name = ACTION_NAMES.get(act, f"INVALID({act})")
     warned = False
     if act == XdpAction.XDP_PASS:
         emit(trace, "MLX5-XDP-004", "XDP_PASS: build the skb from the buffer")

@@ -29,6 +29,8 @@ class XdpAction(enum.IntEnum):
 
 #: Every action a driver can implement.
 ALL_ACTIONS: frozenset[XdpAction] = frozenset(XdpAction)
+#: Each action's value to its name: what drivers report, looked up without the enum.
+ACTION_NAMES: dict[int, str] = {int(a): a.name for a in XdpAction}
 
 
 class ActionVerdict(NamedTuple):

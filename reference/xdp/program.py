@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -59,6 +60,12 @@ class ProgramRun:
     op_rules: tuple[tuple[str, ...], ...] = ()
 
 
+#: XDP-PROG-001: the fields each op must carry.
+_NEEDS: dict[str, tuple[str, ...]] = {
+    "adjust_head": ("delta",), "adjust_meta": ("delta",), "adjust_tail": ("delta",),
+    "write": ("offset", "data"), "kfunc": ("name",), "return": ("action",)}
+
+
 def validate(ops: Sequence[Mapping[str, Any]]) -> None:
     """XDP-PROG-001: refuse ops outside the vocabulary before anything runs."""
     for i, op in enumerate(ops):
@@ -66,15 +73,26 @@ def validate(ops: Sequence[Mapping[str, Any]]) -> None:
         if name not in OPS:
             raise InvalidConfig(f"op {i} is not one of {', '.join(OPS)}", field=f"program[{i}].op",
                                 value=name, rule="XDP-PROG-001")
-        need = {"adjust_head": ("delta",), "adjust_meta": ("delta",), "adjust_tail": ("delta",),
-                "write": ("offset", "data"), "kfunc": ("name",), "return": ("action",)}
-        for field in need.get(str(name), ()):
+        for field in _NEEDS.get(str(name), ()):
             if field not in op:
                 raise InvalidConfig(f"op {name} needs {field!r}", field=f"program[{i}].{field}",
                                     value=None, rule="XDP-PROG-001")
         if name == "kfunc" and op["name"] not in KFUNCS:
             raise InvalidConfig("unknown kfunc", field=f"program[{i}].name", value=op["name"],
                                 rule="XDP-PROG-001")
+
+
+class VerifiedProgram(tuple[Mapping[str, Any], ...]):
+    """An op list checked once, when it is loaded (XDP-PROG-001), as the kernel verifies
+    a BPF program once at load time: :func:`run_program` does not check it again for
+    every packet.  Its ops are read-only copies, so the check stays true; a plain op list
+    is still checked on every run."""
+
+    __slots__ = ()
+
+    def __new__(cls, ops: Sequence[Mapping[str, Any]]) -> VerifiedProgram:
+        validate(ops)
+        return super().__new__(cls, (MappingProxyType(dict(op)) for op in ops))
 
 
 def run_program(
@@ -93,7 +111,8 @@ def run_program(
     per-packet context handed to them.  Frags a tail shrink releases are appended to
     ``released``.
     """
-    validate(ops)
+    if not isinstance(ops, VerifiedProgram):
+        validate(ops)
     records: list[dict[str, Any]] = []
     op_rules: list[tuple[str, ...]] = []
     for op in ops:
