@@ -479,13 +479,14 @@ def registration_configs(draw: st.DrawFn) -> dict[str, Any]:
         "region": {"size": region},
         "netdev": {"qcfg_rx_page_size": qcfg},
     }
+    if draw(st.integers(0, 3)) > 0:
+        # One fault at a time, so each reaches the check it is aimed at.
+        _, patch = draw(st.sampled_from(FAULTS))
+        return _merge(config, patch)
     if draw(st.booleans()):
         config["setup_flags"] = draw(st.sampled_from(
             [DEFAULT_FLAGS, DEFAULT_FLAGS | (1 << 18), IORING_SETUP_DEFER_TASKRUN | (1 << 18),
              DEFAULT_FLAGS | (1 << 4)]))
-    if draw(st.booleans()):
-        _, patch = draw(st.sampled_from(FAULTS))
-        config = _merge(config, patch)
     return config
 
 
@@ -582,4 +583,6 @@ def stream_scenarios(draw: st.DrawFn) -> Scenario:
 
 def scenarios() -> st.SearchStrategy[Scenario]:
     """Every kind of zcrx scenario."""
-    return st.one_of(registration_scenarios(), data_path_scenarios(), stream_scenarios())
+    # Registration twice: it has the most rules, one fault each (FAULTS).
+    return st.one_of(registration_scenarios(), registration_scenarios(), data_path_scenarios(),
+                     stream_scenarios())

@@ -324,6 +324,9 @@ class Mlx5Device:
             emit(trace, "MLX5-DEV-006", "stripped VLAN tag", frame=index, vlan_info=vlan_info)
         hash_result, hash_type = _rss_fields(info, cfg.rss)
         emit(trace, "MLX5-DEV-002", "RSS", frame=index, hash=hash_result, hash_type=hash_type)
+        if cfg.csum_full:
+            emit(trace, "MLX5-DEV-014", "check_sum covers all bytes after the Ethernet header",
+                 frame=index)
         ts_h, ts_l = _timestamp(ts, cfg.ts_format)
         # The frame's CQE with everything but where its bytes went (the RQ type adds
         # wqe_id, wqe_counter and byte_cnt): each CQE is then built once, whole.
