@@ -140,7 +140,7 @@ def run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str] =
         pytest_args += ["--rx-save-failures", str(args.save_failures)]
     if args.numprocesses:
         pytest_args += ["-n", str(args.numprocesses)]
-    if getattr(args, "database", None):
+    if args.database:
         from conformance.profiles import DATABASE_ENV
 
         os.environ[DATABASE_ENV] = str(args.database.resolve())  # xdist workers inherit it

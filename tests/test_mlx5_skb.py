@@ -1,8 +1,8 @@
 """mlx5e_build_rx_skb: the checksum decision and the skb metadata (reference/mlx5/skbmeta.py).
 
-Independent references: a one's-complement sum written here from RFC 1071 over the scapy
-frame's bytes; the v6.17 sources for the gates (en_rx.c, if_vlan.h, eth.c) worked by hand;
-the header constants cited beside each use.
+Independent references: a one's-complement sum written from RFC 1071 (in
+test_mlx5_device) over the scapy frame's bytes; the v6.17 sources for the gates (en_rx.c,
+if_vlan.h, eth.c) worked by hand; the header constants cited beside each use.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
 from scapy.layers.sctp import SCTP
 from scapy.packet import Packet, Raw
+from test_mlx5_device import ones_sum  # RFC 1071, written independently of the model
 
 from reference import rss
 from reference.errors import MalformedInput
@@ -26,17 +27,6 @@ from reference.mlx5.device import Compression, DeviceConfig, RqType, TsFormat
 
 HOST = "02:00:00:00:00:02"
 KEY = bytes(range(1, 41))
-
-
-def ones_sum(data: bytes) -> int:
-    """RFC 1071: 16-bit big-endian words, odd byte padded, end-around carry."""
-    if len(data) % 2:
-        data += b"\0"
-    total = 0
-    for i in range(0, len(data), 2):
-        total += (data[i] << 8) | data[i + 1]
-        total = (total & 0xFFFF) + (total >> 16)
-    return total
 
 
 def eth(dst: str = HOST) -> Ether:
