@@ -14,11 +14,18 @@ Recycling: a niov whose last pool reference goes goes into the alloc cache only 
 caller may recycle directly and the cache has room; otherwise into the ptr_ring; a full
 ring returns it to the provider (``release_netmem``), which counts as a release.  Puts
 from the stack (skb frees in the recv path, io_zcrx_return_niov) are not direct.
+
+The ptr_ring is the same ``struct ptr_ring`` a page-backed pool has (``page_pool_init``
+sizes it, ``page_pool_recycle_in_ring`` produces into it, ``page_pool_refill_alloc_cache``
+consumes from it; a provider changes none of that), so it is modelled slot for slot with
+:class:`~reference.page_pool.ptr_ring.PtrRing`: consumed slots are freed only a batch at a
+time (PP-RING-002), and a put can find the ring full with fewer than ``size`` unread
+entries.  Read in Debian linux-source-7.3 (7.3.4): ``net/core/page_pool.c`` lines 260,
+383-417 and 793-805, ``include/linux/ptr_ring.h`` lines 287-335 and 509-516.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Protocol
 
 from reference.errors import StateViolation
@@ -28,6 +35,7 @@ from reference.page_pool.constants import (
     PP_ALLOC_CACHE_SIZE,
     PP_RING_DEFAULT_SIZE,
 )
+from reference.page_pool.ptr_ring import PtrRing
 from reference.trace import Trace, emit
 
 from .area import Niov
@@ -50,7 +58,8 @@ class ZcPagePool:
         self.provider = provider
         self.order = order
         self.cache: list[Niov] = []
-        self.ring: deque[Niov] = deque()
+        #: ``pool->ring``: batched slot release as for a page-backed pool (PP-RING-002).
+        self.ring: PtrRing[Niov] = PtrRing(ring_size)
         self.ring_size = ring_size
         self.pages_state_hold_cnt = 0
         self.pages_state_release_cnt = 0
@@ -86,9 +95,12 @@ class ZcPagePool:
         if self.cache:
             self.alloc_fast += 1
             niov = self.cache.pop()
-        elif self.ring:
-            while self.ring and len(self.cache) < PP_ALLOC_CACHE_REFILL:
-                self.cache.append(self.ring.popleft())
+        elif not self.ring.empty():
+            while len(self.cache) < PP_ALLOC_CACHE_REFILL:
+                got_ring = self.ring.consume()
+                if got_ring is None:
+                    break
+                self.cache.append(got_ring)
             self.alloc_refill += 1
             emit(self.trace, "ZCRX-MP-002", "alloc cache refilled from the ptr_ring",
                  pool=self.pool_id, got=len(self.cache))
@@ -149,9 +161,10 @@ class ZcPagePool:
         elif allow_direct and len(self.cache) < PP_ALLOC_CACHE_SIZE:
             self.recycle_cached += 1
             self.cache.append(niov)
-        elif len(self.ring) < self.ring_size:
+        elif self.ring.produce(niov):
+            # page_pool_recycle_in_ring: only into an empty slot; slots the consumer has
+            # read but not yet released still count as taken (PP-RING-002).
             self.recycle_ring += 1
-            self.ring.append(niov)
         else:
             self.return_netmem(niov)
 
@@ -166,10 +179,12 @@ class ZcPagePool:
         niov in the cache and the ring goes back to the provider; niovs still out come back
         through :meth:`put_unrefed` later."""
         self.detached = True
-        for niov in [*self.cache, *self.ring]:
+        for niov in self.cache:
             self.return_netmem(niov)
         self.cache.clear()
-        self.ring.clear()
+        # page_pool_empty_ring: consume every unread entry, oldest first.
+        while (niov_ring := self.ring.consume()) is not None:
+            self.return_netmem(niov_ring)
 
     def _own(self, niov: Niov) -> None:
         if niov.pp is not self:
