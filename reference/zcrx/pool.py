@@ -193,17 +193,24 @@ class ZcPagePool:
 
 
 def pp_zc_init_check(*, order: int, niov_shift: int, page_shift: int, dma_map: bool = True,
-                     dma_dir: int = DMA_FROM_DEVICE, same_dev: bool = True) -> tuple[int, str]:
-    """``io_pp_zc_init`` (ZCRX-MP-001): the checks on the driver's pool, in order.
+                     dma_sync: bool = True, dma_dir: int = DMA_FROM_DEVICE,
+                     same_dev: bool = True) -> tuple[int, str]:
+    """``page_pool_init`` then ``io_pp_zc_init`` (ZCRX-MP-001): the checks on the
+    driver's pool, in order.
 
-    Returns ``(0, rule)`` or ``(-errno, rule)``.
+    ``page_pool_init`` refuses a provider-backed pool that does not both DMA-map
+    (``PP_FLAG_DMA_MAP``) and sync for the device (``PP_FLAG_DMA_SYNC_DEV``) with
+    -EOPNOTSUPP before it calls the provider's ``init`` (Debian linux-source-7.3
+    ``net/core/page_pool.c`` 282-286; the same check in 6.12's 288-292), so the provider's
+    own ``dma_map`` test (a WARN) is never reached.  Returns ``(0, rule)`` or
+    ``(-errno, rule)``.
     """
     import errno
 
+    if not dma_map or not dma_sync:
+        return -errno.EOPNOTSUPP, "ZCRX-MP-001"
     if not same_dev:
         return -errno.EINVAL, "ZCRX-MP-001"
-    if not dma_map:
-        return -errno.EOPNOTSUPP, "ZCRX-MP-001"
     if order + page_shift != niov_shift:
         return -errno.EINVAL, "ZCRX-MP-001"
     if dma_dir != DMA_FROM_DEVICE:
