@@ -13,7 +13,10 @@ hooks, with the same names, bounds and order.  The pool never calls the page all
 Recycling: a niov whose last pool reference goes goes into the alloc cache only when the
 caller may recycle directly and the cache has room; otherwise into the ptr_ring; a full
 ring returns it to the provider (``release_netmem``), which counts as a release.  Puts
-from the stack (skb frees in the recv path, io_zcrx_return_niov) are not direct.
+from the stack (skb frees in the recv path, io_zcrx_return_niov) are not direct.  (For the
+skb frees that is a model convention: the kernel frees them through
+``skb_attempt_defer_free`` and may promote the put to direct with
+``page_pool_napi_local`` depending on CPU placement, ZCRX-MP-005.)
 
 The ptr_ring is the same ``struct ptr_ring`` a page-backed pool has (``page_pool_init``
 sizes it, ``page_pool_recycle_in_ring`` produces into it, ``page_pool_refill_alloc_cache``
