@@ -15,7 +15,8 @@ This module models:
 * the device-bound life cycle as errno-returning functions: loading (KFUNC-LOAD-*),
   attaching to a device (KFUNC-ATTACH-*) and inserting into program maps (KFUNC-MAP-*).
 
-Kernel read: ``Kingxukai/linux`` at v6.17-rc3 (see ``spec-parts/kfuncs.md`` for files).
+Kernel read: ``Kingxukai/linux`` at v6.17-rc3 (SPEC.md, area "XDP RX-metadata kfuncs",
+lists the files); read again beside 6.12.117 and 7.3.4, see ``docs/readings/xdp-kfunc.md``.
 Each driver model (mlx5, fec, veth, tun) implements :class:`XdpMetadataOps`.
 """
 
@@ -535,6 +536,10 @@ class BpfDevices:
 
     devices: dict[int, NetDevice] = attrs.field(factory=dict)
     offdevs: dict[int, _OffloadNetdev] = attrs.field(factory=dict)
+    #: KFUNC-ATTACH-003: later trees (read in 6.12.117 and 7.3.4, absent from v6.17-rc3)
+    #: let a program match a device other than its own only when it is offloaded.  False
+    #: is v6.17 as read; True is the fixed behaviour.
+    dev_match_requires_offload: bool = False
 
     def register_netdev(self, dev: NetDevice) -> None:
         """Make ``dev`` known; an offload-capable driver also registers it in ``offdevs``."""
@@ -634,13 +639,17 @@ class BpfDevices:
         """``bpf_offload_dev_match()`` (KFUNC-ATTACH-003).
 
         True for the bound device itself, or when both devices have a
-        ``bpf_offload_netdev`` entry carrying the same ``offdev`` -- which, as the source
-        reads, includes two devices that are both only bind targets (both NULL).
+        ``bpf_offload_netdev`` entry carrying the same ``offdev`` -- which, as the v6.17
+        source reads, includes two devices that are both only bind targets (both NULL).
+        With :attr:`dev_match_requires_offload` (later trees) a bound-only program matches
+        its own device only.
         """
         if not prog.dev_bound or prog.netdev is None:
             return False
         if prog.netdev is dev:
             return True
+        if self.dev_match_requires_offload and not prog.offloaded:
+            return False
         ondev1 = self.offdevs.get(prog.netdev.ifindex)
         ondev2 = self.offdevs.get(dev.ifindex)
         return ondev1 is not None and ondev2 is not None and ondev1.offdev == ondev2.offdev

@@ -679,6 +679,28 @@ def test_bound_only_programs_on_two_devices_match_each_other() -> None:
     assert not bpf.offload_dev_match(load(bpf, **PROGS["plain"]), d["eth0"])
 
 
+@pytest.mark.rule("KFUNC-ATTACH-003")
+def test_later_trees_match_other_devices_only_for_offloaded_programs() -> None:
+    # kernel/bpf/offload.c: __bpf_offload_dev_match() in 6.12.117 and 7.3.4 returns false
+    # for a program that is not offloaded once the device is not its own; v6.17-rc3 lacks
+    # that test.  Same world, both readings side by side.
+    for fixed in (False, True):
+        bpf, d = world()
+        bpf.dev_match_requires_offload = fixed
+        bound = load(bpf, **PROGS["bound_eth0"])
+        load(bpf, prog_flags=BO, prog_ifindex=9)  # eth1: a bound-only entry too
+        bound_nsim = load(bpf, **PROGS["bound_nsim0"])
+        offl = load(bpf, **PROGS["offl_nsim0"])
+        assert bpf.offload_dev_match(bound, d["eth0"])
+        assert bpf.offload_dev_match(bound, d["eth1"]) is not fixed
+        assert bpf.offload_dev_match(bound_nsim, d["nsim1"]) is not fixed
+        assert bpf.offload_dev_match(offl, d["nsim1"])  # ports of one offload device
+        assert not bpf.offload_dev_match(offl, d["nsim2"])
+        out = bpf.dev_xdp_attach(d["eth1"], bound, XDP_FLAGS_DRV_MODE)
+        assert (out.rc, out.msg) == ((EINVAL, "Program bound to different device") if fixed
+                                     else (0, ""))
+
+
 # --- KFUNC-MAP-*: table of program-map insertions -------------------------------------------
 
 MAP_PROGS: dict[str, dict[str, Any]] = {

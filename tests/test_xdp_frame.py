@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reference.errors import StateViolation, Truncated
+from reference.trace import Trace
 from reference.xdp.arch import X86_64
 from reference.xdp.buff import (
     XDP_FLAGS_HAS_FRAGS,
@@ -49,6 +50,7 @@ from reference.xdp.mem import (
 )
 from reference.xdp.memory import Page
 from reference.xdp.rxq import NetDev, RegState, XdpRxqInfo
+from reference.xdp.warn import KernelWarn
 
 
 def c_layout(fields: list[tuple[str, int, int]]) -> tuple[dict[str, int], int]:
@@ -163,12 +165,23 @@ def test_missing_reserved_tailroom_is_a_driver_bug() -> None:
     assert xdp_convert_buff_to_frame(ok) is not None
     bad = buff(256, data_len=3776 - 256 + 1)
     before = bytes(bad.page.data)  # type: ignore[union-attr]
-    with pytest.raises(StateViolation):
-        xdp_convert_buff_to_frame(bad)
+    # include/net/xdp.h: xdp_update_frame_from_buff() XDP_WARNs and returns -ENOSPC, so the
+    # conversion gives NULL like any other failure; the WARN is the observable.
+    warns: list[KernelWarn] = []
+    trace = Trace()
+    assert xdp_convert_buff_to_frame(bad, warns=warns, trace=trace) is None
+    assert warns == [KernelWarn("xdp_update_frame_from_buff",
+                                "Driver BUG: missing reserved tailroom", "XDP-FRAME-003")]
+    assert "XDP-FRAME-003" in trace.rules()
+    assert bytes(bad.page.data) == before  # type: ignore[union-attr]
+    frame = XdpFrame(bad.page, 0)  # type: ignore[arg-type]
+    assert xdp_update_frame_from_buff(bad, frame) == -errno.ENOSPC
     assert bytes(bad.page.data) == before  # type: ignore[union-attr]
     # The headroom check comes first: no WARN when the headroom already fails.
     both = buff(20, data_len=3776)
-    assert xdp_convert_buff_to_frame(both) is None
+    warns.clear()
+    assert xdp_convert_buff_to_frame(both, warns=warns) is None
+    assert warns == []
 
 
 # --- XDP-FRAME-004 ----------------------------------------------------------------------
@@ -329,9 +342,23 @@ def test_xdp_return_dispatch(mem_type: int, direct: bool, no_direct: bool, calle
 
 @pytest.mark.rule("XDP-MEM-002")
 @pytest.mark.parametrize("mem_type", [4, 99, -1])
-def test_xdp_return_unknown_type_warns(mem_type: int) -> None:
-    with pytest.raises(StateViolation):
-        xdp_return(Page.zeroed(64), mem_type, False, from_xdp_buff=True, caller="t")
+def test_xdp_return_unknown_type_warns_and_leaks(mem_type: int) -> None:
+    # net/core/xdp.c: __xdp_return() default case: WARN, then break: nothing frees the page.
+    page = Page.zeroed(64)
+    trace = Trace()
+    r = xdp_return(page, mem_type, True, from_xdp_buff=True, caller="t", trace=trace)
+    assert (r.page, r.mem_type, r.path, r.napi_direct) == (page, mem_type,
+                                                          ReturnPath.WARN_LEAKED, False)
+    assert [e.rule for e in trace] == ["XDP-MEM-002"]
+    assert "WARN in __xdp_return" in trace.events[0].what
+
+
+@pytest.mark.rule("XDP-MEM-002", "XDP-FRAME-007")
+def test_frame_with_stale_unknown_mem_type_leaks_every_page() -> None:
+    frame = xdp_convert_buff_to_frame(buff(256))
+    assert frame is not None
+    frame.write(mem_type=7)
+    assert [r.path for r in xdp_return_frame(frame)] == [ReturnPath.WARN_LEAKED]
 
 
 @pytest.mark.rule("XDP-MEM-002")
