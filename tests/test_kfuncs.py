@@ -755,3 +755,30 @@ def test_no_device_bound_program_is_map_compatible() -> None:
         assert bpf_prog_map_compatible(prog) is (kw.get("prog_ifindex", 0) == 0), name
     with pytest.raises(InvalidConfig):
         map_update_prog(2, load(bpf))  # BPF_MAP_TYPE_ARRAY holds no programs
+
+
+@pytest.mark.rule("KFUNC-ATTACH-004", "KFUNC-ATTACH-005")
+def test_later_trees_check_the_new_program_in_dev_xdp_install() -> None:
+    # net/core/dev.c: v6.17-rc3 checks the new program in dev_xdp_attach(), before the
+    # ndo_bpf lookup; 6.12.117 and 7.3.4 check it in dev_xdp_install(), which runs only
+    # when the program changes and after "Underlying driver does not support XDP in
+    # native mode".  A DEVMAP program on a device without ndo_bpf shows the difference.
+    for in_install, expected in ((False, (EINVAL, "BPF_XDP_DEVMAP programs can not be "
+                                          "attached to a device")),
+                                 (True, (-errno.EOPNOTSUPP, "Underlying driver does not "
+                                         "support XDP in native mode"))):
+        bpf, d = world()
+        bpf.attach_checks_in_install = in_install
+        prog = load(bpf, **PROGS["plain_devmap"])
+        out = bpf.dev_xdp_attach(d["gen0"], prog, XDP_FLAGS_DRV_MODE)
+        assert (out.rc, out.msg) == expected
+        assert d["gen0"].xdp_state == {}
+    # Same outcome for every row of the attach table when the device has ndo_bpf.
+    for case in ATTACH_CASES:
+        _, _, pname, dname, flags, rc, msg = case
+        if dname == "gen0":
+            continue
+        bpf, d = world()
+        bpf.attach_checks_in_install = True
+        out = bpf.dev_xdp_attach(d[dname], load(bpf, **PROGS[pname]), flags)
+        assert (out.rc, out.msg) == (rc, msg), case[0]
