@@ -8,7 +8,10 @@ __xdp_return`` transcribed as a table; hand-worked conversions.
 from __future__ import annotations
 
 import errno
+import pathlib
+import shutil
 import struct
+import subprocess
 
 import pytest
 from hypothesis import given
@@ -405,3 +408,54 @@ def test_bulk_flushes_between_frags_when_full() -> None:
     # 14 + frag a = 15, + frag b = 16 -> flush; then the head page starts a new batch.
     assert [r.page for r in out] == [f.page for f in fillers] + [a, b]
     assert bq.q == [frame.page]
+
+
+# --- XDP-FRAME-001 / XDP-BUFF-001 against a C compiler ----------------------------------
+
+# Our transcription of the two layouts (field types and order from include/net/xdp.h and
+# include/linux/skbuff.h as read in v6.17-rc3 and 6.12.117), compiled for the host LP64 ABI.
+_LAYOUT_C = r"""
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+enum mem_type_t { T0, T1, T2, T3, T4 };
+struct mem_info_t { uint32_t type; uint32_t id; };
+struct frame_v617 { void *data; uint32_t len; uint32_t headroom; uint32_t metasize;
+                    enum mem_type_t mem_type:32; void *dev_rx; uint32_t frame_sz;
+                    uint32_t flags; };
+struct frame_v612 { void *data; uint16_t len; uint16_t headroom; uint32_t metasize;
+                    struct mem_info_t mem; void *dev_rx; uint32_t frame_sz; uint32_t flags; };
+struct frag_t { uintptr_t netmem; unsigned int len; unsigned int offset; };
+struct shinfo_t { uint8_t flags, meta_len, nr_frags, tx_flags; unsigned short gso_size,
+                  gso_segs; void *frag_list; union { int64_t hwtstamp; void *p; } u;
+                  unsigned int gso_type; uint32_t tskey; int dataref;
+                  union { struct { uint32_t size, truesize; } x; void *destructor_arg; } v;
+                  struct frag_t frags[17]; };
+#define OFF(s, f) printf(#f " %zu\n", offsetof(struct s, f))
+int main(void) {
+    OFF(frame_v617, data); OFF(frame_v617, len); OFF(frame_v617, headroom);
+    OFF(frame_v617, metasize); OFF(frame_v617, dev_rx); OFF(frame_v617, frame_sz);
+    OFF(frame_v617, flags);
+    printf("sizeof_v617 %zu\nsizeof_v612 %zu\n", sizeof(struct frame_v617),
+           sizeof(struct frame_v612));
+    printf("v612_mem %zu\nshinfo %zu\n", offsetof(struct frame_v612, mem),
+           sizeof(struct shinfo_t));
+    return 0;
+}
+"""
+
+
+@pytest.mark.rule("XDP-FRAME-001", "XDP-BUFF-001")
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_layouts_agree_with_a_c_compiler(tmp_path: pathlib.Path) -> None:
+    src, exe = tmp_path / "layout.c", tmp_path / "layout"
+    src.write_text(_LAYOUT_C)
+    subprocess.run(["cc", "-std=gnu11", "-o", str(exe), str(src)], check=True)
+    out = dict(line.split() for line in subprocess.run(
+        [str(exe)], check=True, capture_output=True, text=True).stdout.splitlines())
+    expected = {name: off for name, off, _ in XDP_FRAME_LAYOUT if name != "mem_type"}
+    assert {k: int(v) for k, v in out.items() if k in expected} == expected
+    assert int(out["sizeof_v617"]) == XDP_FRAME_STRUCT.size == X86_64.sizeof_xdp_frame == 40
+    # 6.12.117's older layout is the same size, with the whole xdp_mem_info at 16.
+    assert (int(out["sizeof_v612"]), int(out["v612_mem"])) == (40, 16)
+    assert int(out["shinfo"]) == X86_64.sizeof_skb_shared_info == 320
