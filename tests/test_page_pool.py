@@ -14,6 +14,7 @@ import pytest
 from reference.errors import InvalidConfig, StateViolation
 from reference.page_pool import (
     ARM64_4K,
+    ARM64_ARCH_DMA_MINALIGN,
     BIAS_MAX,
     DMA_BIDIRECTIONAL,
     DMA_FROM_DEVICE,
@@ -41,6 +42,7 @@ from reference.page_pool import (
     PoolState,
     PtrRing,
     PutOutcome,
+    arm64_cache_line_size,
     ethtool_stats,
     get_page,
     page_pool_alloc,
@@ -848,11 +850,33 @@ def test_frag_bigger_than_page_refused() -> None:
 
 @pytest.mark.rule("PP-FRAG-002")
 def test_frag_size_aligned_to_dma_cache_alignment() -> None:
+    # arm64 (arch/arm64/include/asm/cache.h): dma_get_cache_alignment is cache_line_size,
+    # 64 bytes on a CPU reporting CTR_EL0.CWG = 4: 50 rounds up to 64 (128 would be the
+    # old, wrong ARCH_DMA_MINALIGN reading), 100 to 128.
+    assert ARM64_4K.dma_cache_alignment == 64
     pool = make_pool(allocator=PageAllocator(ARM64_4K))
-    a = page_pool_alloc_frag(pool, 100)
-    b = page_pool_alloc_frag(pool, 100)
-    assert a is not None and b is not None
-    assert (a[1], b[1], pool.frag_offset) == (0, 128, 256)
+    got = [page_pool_alloc_frag(pool, n) for n in (50, 100, 1)]
+    assert [g[1] for g in got if g] == [0, 64, 192] and pool.frag_offset == 256
+    # x86-64 has no ARCH_DMA_MINALIGN: alignment 1, sizes are kept as asked.
+    pool = make_pool()
+    got = [page_pool_alloc_frag(pool, 100) for _ in range(2)]
+    assert [g[1] for g in got if g] == [0, 100] and pool.frag_offset == 200
+
+
+@pytest.mark.rule("PP-FRAG-002")
+def test_arm64_cache_line_size_sources() -> None:
+    # cacheinfo.c cache_line_size: coherency_max_size first; then 4 << CWG; CWG 0 falls
+    # back to ARCH_DMA_MINALIGN (128).
+    assert arm64_cache_line_size() == 64
+    assert arm64_cache_line_size(ctr_el0_cwg=5) == 128
+    assert arm64_cache_line_size(ctr_el0_cwg=0) == ARM64_ARCH_DMA_MINALIGN == 128
+    assert arm64_cache_line_size(coherency_max_size=128, ctr_el0_cwg=4) == 128
+    pool = make_pool(allocator=PageAllocator(Arch(dma_cache_alignment=128)))
+    got = [page_pool_alloc_frag(pool, 100) for _ in range(2)]
+    assert [g[1] for g in got if g] == [0, 128] and pool.frag_offset == 256
+    pool = make_pool(allocator=PageAllocator(Arch(dma_cache_alignment=64)))
+    got = [page_pool_alloc_frag(pool, 1) for _ in range(3)]
+    assert [g[1] for g in got if g] == [0, 64, 128]
 
 
 @pytest.mark.rule("PP-FRAG-003", "PP-FRAG-004")
