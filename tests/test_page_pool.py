@@ -53,6 +53,7 @@ from reference.page_pool import (
     page_pool_dev_alloc_frag,
     page_pool_dev_alloc_pages,
     page_pool_dma_sync_for_cpu,
+    page_pool_enable_direct_recycling,
     page_pool_ethtool_stats_get,
     page_pool_ethtool_stats_get_count,
     page_pool_ethtool_stats_get_strings,
@@ -1039,14 +1040,45 @@ def test_destroy_disables_direct_recycling_and_frees_frag() -> None:
 def test_enable_direct_recycling() -> None:
     pool = make_pool()
     napi = NapiStruct(2)
-    pool.enable_direct_recycling(napi)
-    pool.enable_direct_recycling(napi)  # idempotent
-    with pytest.raises(StateViolation):
-        pool.enable_direct_recycling(NapiStruct(3))
-    assert pool.napi is napi
+    assert pool.enable_direct_recycling(napi) is False  # NULL -> napi: no WARN
+    assert pool.enable_direct_recycling(napi) is False  # same NAPI: idempotent
+    assert pool.warnings == []
     page = pool.alloc_pages(SOFTIRQ0)
     assert page is not None
     assert pool.put_page(page, -1, False, Context.softirq(2)) is PutOutcome.CACHED
+
+
+@pytest.mark.rule("PP-DESTROY-008")
+def test_enable_direct_recycling_over_another_napi_warns_and_replaces() -> None:
+    # page_pool.c page_pool_enable_direct_recycling: WARN_ON(!napi || pool->p.napi), then
+    # WRITE_ONCE(pool->p.napi, napi) regardless.
+    old, new = NapiStruct(2), NapiStruct(3)
+    pool = make_pool(napi=old)
+    trace = Trace()
+    assert pool.enable_direct_recycling(new, trace) is True
+    assert pool.napi is new and len(pool.warnings) == 1 and "WARN" in pool.warnings[0]
+    assert [e.rule for e in trace.events] == ["PP-DESTROY-008"]
+    page = pool.alloc_pages(SOFTIRQ0)
+    assert page is not None
+    # The new owner's CPU now recycles directly; the old one's no longer does.
+    assert pool.put_page(page, -1, False, Context.softirq(2)) is PutOutcome.RING
+    page = pool.alloc_pages(SOFTIRQ0)
+    assert page is not None
+    assert pool.put_page(page, -1, False, Context.softirq(3)) is PutOutcome.CACHED
+    # Enabling with NULL while a NAPI is attached WARNs too and clears it.
+    assert page_pool_enable_direct_recycling(pool, None) is True
+    assert pool.napi is None and len(pool.warnings) == 2
+
+
+@pytest.mark.rule("PP-DESTROY-008")
+def test_disable_direct_recycling_warns_on_an_owned_napi() -> None:
+    # napi_assert_will_not_race (net/core/dev.h): WARN if list_owner != -1; carries on.
+    pool = make_pool(cpuid=1, napi=NapiStruct(-1))
+    pool.disable_direct_recycling()
+    assert (pool.cpuid, pool.napi, pool.warnings) == (-1, None, [])
+    pool = make_pool(napi=NapiStruct(0))
+    pool.disable_direct_recycling()
+    assert pool.napi is None and len(pool.warnings) == 1
 
 
 @pytest.mark.rule("PP-DESTROY-003")

@@ -126,6 +126,7 @@ class PagePool:
         "state",
         "system",
         "user_cnt",
+        "warnings",
         "xdp_mem_connected",
     )
 
@@ -179,6 +180,9 @@ class PagePool:
         self.state = PoolState.ALIVE
         self.xdp_mem_connected = False
         self.empty_ring_refcnt_violations = 0
+        #: Kernel WARNs this pool triggered and carried on from, oldest first (an
+        #: observable: the kernel prints a splat and continues, so the model continues).
+        self.warnings: list[str] = []
         # Ledger (PP-LEDGER-001): pages not yet released, and every page ever accounted.
         self._live: dict[int, Page] = {}
         self._pages: list[Page] = []
@@ -577,18 +581,42 @@ class PagePool:
         self.user_cnt += 1
         self.xdp_mem_connected = True
 
-    def enable_direct_recycling(self, napi: NapiStruct) -> None:
-        """``page_pool_enable_direct_recycling`` (PP-DESTROY-008)."""
+    def enable_direct_recycling(self, napi: NapiStruct | None,
+                                trace: Trace | None = None) -> bool:
+        """``page_pool_enable_direct_recycling`` (PP-DESTROY-008): attach ``napi``.
+
+        Nothing happens when it is already the pool's NAPI.  Otherwise the kernel WARNs
+        if ``napi`` is NULL or another NAPI is attached, and installs ``napi`` all the
+        same; the model does that and records the WARN in :attr:`warnings`.  Returns
+        whether it warned.
+        """
         if self.napi is napi:
-            return
-        if napi is None or self.napi is not None:
-            raise StateViolation("pool already has a NAPI owner (or none given)",
-                                 obj="page_pool", rule="PP-DESTROY-008")
+            return False
+        warned = napi is None or self.napi is not None
+        if warned:
+            what = ("NULL napi" if napi is None
+                    else "a NAPI instance is already attached; replaced")
+            self.warnings.append(f"page_pool_enable_direct_recycling: WARN_ON: {what}")
+            emit(trace, "PP-DESTROY-008", "WARN: " + what,
+                 old_owner=None if self.napi is None else self.napi.list_owner,
+                 new_owner=None if napi is None else napi.list_owner)
         self.napi = napi
+        return warned
 
     def disable_direct_recycling(self) -> None:
-        """``page_pool_disable_direct_recycling``: cpuid -1 and no NAPI (PP-DESTROY-008)."""
+        """``page_pool_disable_direct_recycling``: cpuid -1 and no NAPI (PP-DESTROY-008).
+
+        With a NAPI attached the kernel first runs ``napi_assert_will_not_race``, which
+        WARNs if that NAPI is still owned by a CPU (``list_owner`` != -1), and carries on;
+        the model records that WARN in :attr:`warnings`.
+        """
         self.cpuid = -1
+        napi = self.napi
+        if napi is None:
+            return
+        if napi.list_owner != -1:
+            self.warnings.append("page_pool_disable_direct_recycling: WARN_ON: napi "
+                                 f"list_owner is CPU {napi.list_owner}, not -1")
         self.napi = None
 
     def destroy(self, trace: Trace | None = None) -> None:
