@@ -841,12 +841,18 @@ def test_sync_for_cpu_helper() -> None:
 
 
 @pytest.mark.rule("PP-FRAG-001")
-def test_frag_bigger_than_page_refused() -> None:
+def test_frag_bigger_than_page_warns_and_returns_null() -> None:
+    # page_pool_alloc_frag_netmem: WARN_ON(size > max_size) and return 0, before any state.
     pool = make_pool()
+    f = page_pool_alloc_frag(pool, 100)
+    assert f is not None
     snap = snapshot(pool)
-    with pytest.raises(StateViolation):
-        page_pool_alloc_frag(pool, 4097)
-    assert snapshot(pool) == snap
+    trace = Trace()
+    assert page_pool_alloc_frag(pool, 4097, trace=trace) is None
+    assert snapshot(pool) == snap and pool.frag_page is f[0] and pool.frag_offset == 100
+    assert len(pool.warnings) == 1 and trace.rules() == ["PP-FRAG-001"]
+    assert page_pool_alloc_frag(pool, 4096) is not None  # exactly a page is allowed
+    assert len(pool.warnings) == 1
 
 
 @pytest.mark.rule("PP-FRAG-002")
@@ -1153,6 +1159,25 @@ def test_destroy_misuse() -> None:
         with pytest.raises(StateViolation):
             call()
     assert snapshot(pool) == snap
+
+
+@pytest.mark.rule("PP-DESTROY-007")
+def test_destroy_after_last_on_a_waiting_pool_warns_and_saturates() -> None:
+    # page_pool_put -> refcount_dec_and_test on 0: refcount_warn_saturate (WARN, count
+    # pinned at REFCOUNT_SATURATED = INT_MIN / 2) and "not last", so destroy returns.
+    pool = make_pool()
+    held = pool.alloc_pages(SOFTIRQ0)
+    assert held is not None
+    pool.destroy()
+    assert pool.state is PoolState.DETACHED and pool.warnings == []
+    pool.destroy()
+    assert pool.state is PoolState.DETACHED
+    assert pool.user_cnt == -0x4000_0000 and len(pool.warnings) == 1
+    pool.use_xdp_mem()  # refcount_inc from saturated: WARN again, stays saturated
+    assert pool.user_cnt == -0x4000_0000 and len(pool.warnings) == 2
+    # The deferred release still frees the pool once the page is back.
+    pool.put_page(held, -1, False, PROC)
+    assert pool.release_retry() == 0 and pool.state is PoolState.FREED
 
 
 # ----------------------------------------------------------------------------- ledger

@@ -52,6 +52,10 @@ DEFER_WARN_INTERVAL_S = 60
 
 U32_MASK = 0xFFFF_FFFF
 
+#: ``REFCOUNT_SATURATED`` (include/linux/refcount.h): where a ``refcount_t`` such as the
+#: pool's ``user_cnt`` is pinned after an underflow or an increment from 0 WARNs.
+REFCOUNT_SATURATED = -(1 << 31) // 2
+
 
 @attrs.frozen
 class Arch:

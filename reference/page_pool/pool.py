@@ -25,6 +25,7 @@ from .constants import (
     PP_FLAG_DMA_SYNC_DEV,
     PP_FLAG_SYSTEM_POOL,
     PP_RING_DEFAULT_SIZE,
+    REFCOUNT_SATURATED,
     U32_MASK,
     XDP_BULK_QUEUE_SIZE,
 )
@@ -576,10 +577,23 @@ class PagePool:
 
     def use_xdp_mem(self) -> None:
         """``page_pool_use_xdp_mem``: the XDP mem model takes a user reference
-        (PP-DESTROY-001)."""
-        self._check_alive("page_pool_use_xdp_mem", "PP-DESTROY-007")
-        self.user_cnt += 1
+        (PP-DESTROY-001).  On a pool whose last user already destroyed it, the
+        ``refcount_inc`` of a zero ``user_cnt`` WARNs and saturates it (PP-DESTROY-007)."""
+        if self.state is PoolState.FREED:
+            self._check_alive("page_pool_use_xdp_mem", "PP-DESTROY-007")
+        if self.state is PoolState.DETACHED:
+            self._user_cnt_warn("page_pool_use_xdp_mem: refcount_t: " + (
+                "addition on 0; use-after-free" if self.user_cnt == 0
+                else "saturated; leaking memory"))
+        else:
+            self.user_cnt += 1
         self.xdp_mem_connected = True
+
+    def _user_cnt_warn(self, what: str) -> None:
+        """``refcount_warn_saturate``: the WARN, and ``user_cnt`` pinned at
+        ``REFCOUNT_SATURATED`` (PP-DESTROY-007)."""
+        self.user_cnt = REFCOUNT_SATURATED
+        self.warnings.append(what)
 
     def enable_direct_recycling(self, napi: NapiStruct | None,
                                 trace: Trace | None = None) -> bool:
@@ -620,10 +634,21 @@ class PagePool:
         self.napi = None
 
     def destroy(self, trace: Trace | None = None) -> None:
-        """``page_pool_destroy`` (PP-DESTROY-001/002/003/005)."""
-        if self.state is not PoolState.ALIVE:
-            raise StateViolation(f"page_pool_destroy on a pool that is {self.state.value}"
-                                 " (user_cnt already 0)", obj="page_pool", rule="PP-DESTROY-007")
+        """``page_pool_destroy`` (PP-DESTROY-001/002/003/005).
+
+        A destroy after the last one (PP-DESTROY-007): on a pool still waiting for its
+        pages, ``page_pool_put`` underflows ``user_cnt``, which WARNs, saturates the count
+        and answers "not the last user", so nothing else happens; on a freed pool it is a
+        use after free, which the model refuses.
+        """
+        if self.state is PoolState.FREED:
+            raise StateViolation("page_pool_destroy on a freed pool (use after free)",
+                                 obj="page_pool", rule="PP-DESTROY-007")
+        if self.state is PoolState.DETACHED:
+            self._user_cnt_warn("page_pool_destroy: refcount_t: underflow; use-after-free")
+            emit(trace, "PP-DESTROY-007", "WARN: destroy after the last one; user_cnt "
+                 "saturated, nothing else done")
+            return
         self.user_cnt -= 1
         if self.user_cnt:
             emit(trace, "PP-DESTROY-001", "other users remain", user_cnt=self.user_cnt)
