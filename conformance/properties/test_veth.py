@@ -41,7 +41,7 @@ def test_veth_rx_hash_is_a_flow_hash(rx_target: TargetSession, scenario: Scenari
     """Equal hashes exactly for the same flow in either direction."""
     expected = COMPONENT.expected(scenario)
     check(rx_target, scenario, COMPONENT, expected=expected, mask=veth.HASH_MASK)
-    actual = rx_target.run(scenario)
+    actual = rx_target.run(scenario, expected)
     want = [p["ops"][0]["hash"] for p in expected["packets"]]
     got = [p["ops"][0]["hash"] for p in actual["packets"]]
     for i in range(len(want)):

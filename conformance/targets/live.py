@@ -23,7 +23,12 @@ from typing import Any
 
 from conformance.components.xdp import PASS_PROGRAM
 from conformance.scenario import Scenario
-from conformance.targets.base import Capabilities, TargetError
+from conformance.targets.base import (
+    Capabilities,
+    NotApplicable,
+    TargetError,
+    TargetUnavailable,
+)
 
 MODELLED_DRIVERS = ("veth", "tun")
 RQ_COUNTERS = tuple(f"rx_queue_0_{name}" for name in (
@@ -36,10 +41,10 @@ def parse_iface(spec: str) -> dict[str, str]:
     for opt in opts:
         key, sep, value = opt.partition("=")
         if not sep or key not in ("peer", "netns", "peer_netns"):
-            raise TargetError(f"iface option {opt!r}: use peer=, netns=, peer_netns=")
+            raise TargetUnavailable(f"iface option {opt!r}: use peer=, netns=, peer_netns=")
         out[key] = value
     if not name or "peer" not in out:
-        raise TargetError("iface target needs NAME and peer=PEER (the sender)")
+        raise TargetUnavailable("iface target needs NAME and peer=PEER (the sender)")
     return out
 
 
@@ -59,7 +64,7 @@ class LiveTarget:
 
         reason = env.missing()
         if reason:
-            raise TargetError(reason)
+            raise TargetUnavailable(reason)
         netns.sweep()
         try:
             obj = probe.build()
@@ -73,7 +78,7 @@ class LiveTarget:
                 device = Iface(obj, opts["name"], opts["peer"], opts.get("netns"),
                                opts.get("peer_netns"))
         except (OSError, probe.ProbeError) as exc:
-            raise TargetError(f"live {kind}: {exc}") from exc
+            raise TargetUnavailable(f"live {kind}: {exc}") from exc
         self.device = device
         self.name = f"live {kind}" + (f":{iface}" if iface else "")
         self.driver = device.driver
@@ -87,10 +92,10 @@ class LiveTarget:
         from conformance.live.probe import MAX_PKTS, ProbeError, decode_record
 
         if scenario.component != self.driver:
-            raise TargetError(f"{self.name} runs {self.driver!r} scenarios only")
+            raise NotApplicable(f"{self.name} runs {self.driver!r} scenarios only")
         if scenario.config.get("path", "skb") != "skb" or not scenario.config.get(
                 "peer_xdp", True):
-            raise TargetError(f"{self.name}: only the skb path with a peer program")
+            raise NotApplicable(f"{self.name}: only the skb path with a peer program")
         frames = list(scenario.frames)
         programs: list[Sequence[Mapping[str, Any]]] = [
             scenario.program_for(i) or PASS_PROGRAM for i in range(len(frames))]
@@ -110,12 +115,13 @@ class LiveTarget:
                 for i, raw in enumerate(raws):
                     packet = decode_record(raw, progs[i])
                     if packet.pop("seq") != i:
-                        raise TargetError(f"{self.name}: packets reached XDP out of order")
+                        raise TargetError(f"{self.name}: packets reached XDP out of order",
+                                          "garbage")
                     packets.append(packet)
                 for key in totals:
                     totals[key] += after.get(key, 0) - before.get(key, 0)
         except (OSError, ProbeError) as exc:
-            raise TargetError(f"{self.name}: {exc}") from exc
+            raise TargetError(f"{self.name}: {exc}", "crash") from exc
         observables: dict[str, Any] = {"packets": packets}
         if self.driver == "veth":
             observables["counters"] = totals
