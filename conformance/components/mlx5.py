@@ -199,6 +199,7 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("xdp[*].skb.csum", ("MLX5-CSUM-007",)),
     ("xdp[*].skb.csum_level", ("MLX5-CSUM-010",)),
     ("xdp[*].skb.encapsulation", ("MLX5-CSUM-010",)),
+    ("xdp[*].skb.headroom", ("MLX5-RX-005", "MLX5-XDP-004")),
     ("xdp[*].skb*", ("MLX5-XDP-004",)),
     ("counters.rx_packets", ("MLX5-RX-001",)),
     ("counters.rx_bytes", ("MLX5-RX-001",)),
