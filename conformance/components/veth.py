@@ -283,7 +283,7 @@ def _inband(frame: bytes, tags: list[tuple[int, int]]) -> bytes:
     """``frame`` with 802.1Q/802.1ad tags inserted after the MAC addresses, outer first."""
     inner = frame[12:14]
     out = b""
-    for i, (tpid, tci) in enumerate(tags):
+    for i, (_tpid, tci) in enumerate(tags):
         nxt = tags[i + 1][0].to_bytes(2, "big") if i + 1 < len(tags) else inner
         out += tci.to_bytes(2, "big") + nxt
     return frame[:12] + tags[0][0].to_bytes(2, "big") + out + frame[14:]

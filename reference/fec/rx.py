@@ -112,11 +112,11 @@ def fec_enet_open(cfg: FecConfig, *, allocator: pp.PageAllocator | None = None,
                               cbd_esc=BD_ENET_RX_INT if cfg.bufdesc_ex else 0))
     rxq = RxQueue(ring, pool, xdp_rxq, info)
     txqs = []
-    for _ in range(cfg.num_tx_queues):
+    for qid in range(cfg.num_tx_queues):
         tring = Ring(cfg.tx_ring_size, ex=cfg.bufdesc_ex, order=cfg.byte_order)
         tring.put(cfg.tx_ring_size - 1, BufdescEx(cbd_sc=BD_SC_WRAP))
         txqs.append(TxQueue(tring, [TxBuffer() for _ in range(cfg.tx_ring_size)], 0,
-                            cfg.tx_ring_size - 1))
+                            cfg.tx_ring_size - 1, qid))
     emit(trace, "FEC-RX-014", "page pool created and the RX ring filled",
          pool_size=cfg.rx_ring_size, dma_dir=pool.dma_dir, max_len=pool.max_len)
     return Fep(cfg, bus, dev, allocator, rxq, txqs, syncs=Syncs(record=record))
