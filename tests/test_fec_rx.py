@@ -376,7 +376,7 @@ def test_f601899e4321_xdp_tx_order_sync_and_release() -> None:
     assert fep.rxq.pool.where(page) is not pp.Loc.IN_FLIGHT
 
 
-@pytest.mark.rule("FEC-TX-003")
+@pytest.mark.rule("FEC-TX-003", "FEC-RX-001")
 @pytest.mark.parametrize(("avb", "cpu", "esc"), [
     (False, 1, 0x40000000), (True, 0, 0x40000000), (True, 1, 0x40000000 | (1 << 20)),
     (True, 5, 0x40000000 | (2 << 20)),  # cpu 5 % 3 queues = queue 2

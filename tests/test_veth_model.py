@@ -190,6 +190,8 @@ def test_tun_layout() -> None:
     assert not tun.tun_can_build_skb(3457)
     assert not tun.tun_can_build_skb(74, noblock=False)
     assert not tun.tun_can_build_skb(74, tap=False)
+    assert not tun.tun_can_build_skb(74, sndbuf_unlimited=False)  # TUNSETSNDBUF
+    assert not tun.tun_can_build_skb(74, napi_frags=True)  # IFF_NAPI_FRAGS
     frame = udp()
     grow = 64 - len(frame)
     scenario = Scenario(component="tun", frames=(frame,),
