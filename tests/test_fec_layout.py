@@ -1,9 +1,9 @@
 """The FEC buffer descriptors against two independent references.
 
 1. QEMU's i.MX FEC/ENET emulation, ``include/hw/net/imx_fec.h`` in qemu/qemu at commit
-   2a1823456c3ab500a90c3fe0cfcc5fc6f560282b (the 10.x-era header that includes
-   ``hw/net/lan9118_phy.h``): ``IMXFECBufDesc`` (the legacy 8-byte descriptor) and
-   ``IMXENETBufDesc`` (the 32-byte enhanced one), and its ``ENET_BD_*`` bits.  QEMU models
+   2a1823456c3ab500a90c3fe0cfcc5fc6f560282b (a QEMU 9.2-or-later header: it includes
+   ``hw/net/lan9118_phy.h``): ``IMXFECBufDesc`` (the legacy 8-byte descriptor),
+   ``IMXENETBufDesc`` (the 32-byte enhanced one) and its ``ENET_BD_*`` bits.  QEMU models
    the little-endian i.MX part and splits the kernel's 32-bit words into 16-bit halves:
    ``status``/``option`` are ``cbd_esc``'s low/high halves, ``checksum``/``head_proto``
    ``cbd_prot``'s, ``last_buffer`` is ``cbd_bdu``, ``reserved[2]`` is ``res0[4]``.
