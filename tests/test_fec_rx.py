@@ -59,6 +59,9 @@ def test_open_fills_the_ring_with_pool_pages() -> None:
         assert ring.get(i).cbd_bufaddr == page.dma_addr + 256
         assert ring.get(i).cbd_esc == 0x00800000
     assert fep.txqs[0].dirty_tx == 31
+    # fec_enet_alloc_txq_buffers: every TX descriptor starts with BD_ENET_TX_INT.
+    assert {fep.txqs[0].ring.get(i).cbd_esc for i in range(32)} == {0x40000000}
+    assert fep.txqs[0].ring.get(31).cbd_sc == 0x2000
 
 
 @pytest.mark.rule("FEC-RX-002", "FEC-RX-003", "FEC-RX-005", "FEC-DEV-001", "FEC-DEV-002",
