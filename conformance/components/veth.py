@@ -20,6 +20,7 @@ observables: ``packets[i]`` = ``{"ops", "action", "data", "meta", "len"}`` as in
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
@@ -27,6 +28,7 @@ from hypothesis import strategies as st
 from conformance.components import Component
 from conformance.components.driver_xdp import run_on_buffer
 from conformance.components.xdp import PASS_PROGRAM, op_lists
+from conformance.observe import matches
 from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames, ip_frames
 from reference import veth
@@ -154,7 +156,40 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("counters.*", ("VETH-STAT-001", "VETH-STAT-002")),
 )
 
-COMPONENT = Component(name="veth", expected=expected, field_rules=_FIELD_RULES)
+def _tagged(scenario: Scenario) -> set[int]:
+    """Packets whose flow hash involves a VLAN key: an in-band 802.1Q/802.1ad ethertype
+    or an out-of-band tag (VETH-KF-007)."""
+    tags = oob_tags(scenario)
+    return {i for i, frame in enumerate(scenario.frames)
+            if tags[i] is not None or frame[12:14] in (b"\x81\x00", b"\x88\xa8")}
+
+
+def _calls_rx_hash(scenario: Scenario, i: int) -> bool:
+    return any(op.get("op") == "kfunc" and op.get("name") == "rx_hash"
+               for op in scenario.program_for(i) or ())
+
+
+def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
+    """The hash and type of a tagged frame are also VETH-KF-007's."""
+    tagged = _tagged(scenario)
+
+    def rules(path: str) -> tuple[str, ...]:
+        for i in tagged:
+            if matches(path, (f"packets[{i}].ops[*].hash", f"packets[{i}].ops[*].rss_type")):
+                return (*COMPONENT.rules_for(path), "VETH-KF-007")
+        return ()
+
+    return rules
+
+
+def applied(scenario: Scenario) -> set[str]:
+    """VETH-KF-007 when a tagged frame's program asks for the hash."""
+    hashed = any(_calls_rx_hash(scenario, i) for i in _tagged(scenario))
+    return {"VETH-KF-007"} if hashed else set()
+
+
+COMPONENT = Component(name="veth", expected=expected, field_rules=_FIELD_RULES,
+                      attribute=attribute, applied=applied)
 
 
 # --- strategies ---------------------------------------------------------------------------
