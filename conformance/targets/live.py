@@ -21,6 +21,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from conformance.components.veth import oob_tags
 from conformance.components.xdp import PASS_PROGRAM
 from conformance.scenario import Scenario
 from conformance.targets.base import (
@@ -46,13 +47,6 @@ def parse_iface(spec: str) -> dict[str, str]:
     if not name or "peer" not in out:
         raise TargetUnavailable("iface target needs NAME and peer=PEER (the sender)")
     return out
-
-
-def _oob_vlan(scenario: Scenario) -> tuple[int, int] | None:
-    tag = scenario.config.get("oob_vlan")
-    if tag is None:
-        return None
-    return int(tag["proto"]), int(tag["tci"])
 
 
 class LiveTarget:
@@ -97,6 +91,7 @@ class LiveTarget:
                 "peer_xdp", True):
             raise NotApplicable(f"{self.name}: only the skb path with a peer program")
         frames = list(scenario.frames)
+        oob = oob_tags(scenario) if self.driver == "veth" else [None] * len(frames)
         programs: list[Sequence[Mapping[str, Any]]] = [
             scenario.program_for(i) or PASS_PROGRAM for i in range(len(frames))]
         packets: list[dict[str, Any]] = []
@@ -105,10 +100,16 @@ class LiveTarget:
             for start in range(0, len(frames), MAX_PKTS):
                 batch = frames[start:start + MAX_PKTS]
                 progs = programs[start:start + MAX_PKTS]
+                tags = oob[start:start + MAX_PKTS]
                 self.device.probe.prepare(progs)
-                self.device.set_vlan(_oob_vlan(scenario))
+                self.device.set_vlan(tags[0])
                 before = self.device.counters()
-                self.device.send(batch)
+                if len(set(tags)) == 1:
+                    self.device.send(batch)
+                else:  # a tag per frame: the sender's tc program reads it at each send
+                    for frame, tag in zip(batch, tags, strict=True):
+                        self.device.set_vlan(tag)
+                        self.device.send([frame])
                 raws = self.device.probe.collect(len(batch))
                 after = self._settled(before, len(batch))
                 self.device.drain()
