@@ -283,7 +283,8 @@ def rx_target(request: pytest.FixtureRequest) -> Generator[TargetSession, None, 
     except (TargetError, TargetSpecError) as exc:
         collector(request.config).unavailable = str(exc)
         pytest.exit(f"rx-oracle: target error: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
-    session = TargetSession(target, spec)
+    session = TargetSession(target, spec,
+                            give_up=not request.config.getoption("--rx-fixtures"))
     try:
         yield session
     finally:

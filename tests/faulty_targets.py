@@ -58,3 +58,18 @@ class RaisesAlways(ReferenceTarget):
 
     def run(self, scenario: Scenario) -> dict[str, Any]:
         raise RuntimeError("this port is not finished")
+
+
+class RssHashByteSwapped(ReferenceTarget):
+    """Not a fault: a plain wrong answer (the hash in the wrong byte order), which the
+    published Microsoft vectors catch with ``hash_type`` and ``queue`` masked."""
+
+    name = "rss-hash-byte-swapped"
+
+    def run(self, scenario: Scenario) -> dict[str, Any]:
+        observables = super().run(scenario)
+        if scenario.component == "rss":
+            for packet in observables["packets"]:
+                if packet["hash"] is not None:
+                    packet["hash"] = int.from_bytes(packet["hash"].to_bytes(4, "big"), "little")
+        return observables
