@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conformance import cli
-from conformance.mutation import report, runner, sampling, scope
+from conformance.mutation import reach, report, runner, sampling, scope
 from conformance.mutation.mutator import OPERATORS, Mutant, mutants_of_source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -192,7 +192,7 @@ def test_outcomes_follow_the_suite_exit_status() -> None:
     assert runner.classify(m, ("rss",), 2, hang, (), 1.0).outcome == runner.TIMED_OUT
     assert runner.classify(m, ("rss",), None, "", (), 1.0).outcome == runner.TIMED_OUT
     table = report.summary([killed, elsewhere, crash])
-    assert "| rss | 3 | 2 | 1 | 0 | 0 | 100% | 50% (2) |" in table
+    assert "| rss | 3 | 2 | 1 | 0 | 0 | 100% | 50% (2) | 0.0 |" in table
 
 
 def _rss_mutant(function: str, original: str) -> Mutant:
@@ -253,3 +253,20 @@ def test_list_shows_the_selection_without_running(capsys: pytest.CaptureFixture[
     lines = capsys.readouterr().out.splitlines()
     assert lines and all(line.startswith("reference/tun.py:") and "[tun]" in line
                          for line in lines)
+
+
+def test_reach_reads_coverage_json_per_module() -> None:
+    doc = {"files": {
+        str(ROOT / "reference" / "rss.py"): {"summary": {
+            "num_statements": 10, "missing_lines": 2, "num_branches": 4,
+            "num_partial_branches": 1, "missing_branches": 1, "percent_covered": 78.57}},
+        "reference/tun.py": {"summary": {
+            "num_statements": 4, "missing_lines": 0, "num_branches": 0,
+            "num_partial_branches": 0, "missing_branches": 0, "percent_covered": 100.0}},
+    }}
+    modules = reach.parse(doc, ROOT)
+    assert [m.path for m in modules] == ["reference/rss.py", "reference/tun.py"]
+    assert (modules[0].line_percent, modules[0].branch_percent) == (80.0, 75.0)
+    text = reach.table(modules)
+    assert "| reference/rss.py | 10 | 2 | 80% | 4 | 1 | 75% | 79% |" in text
+    assert "| **all** | 14 | 2 | 86% | 4 | 1 | 75% | 83% |" in text

@@ -168,8 +168,9 @@ def _run(args: argparse.Namespace, mutants: list[Mutant],
     wall = time.monotonic() - start
     report.write_jsonl(args.out / report.RESULTS, results)
     selection = "all" if args.all else f"sample {args.sample}, seed {args.seed}"
-    header = (f"{len(results)} mutants ({selection}), -j {args.jobs}, "
-              f"wall time {wall:.0f} s")
+    cpu = sum(r.cpu_seconds for r in results)
+    header = (f"{len(results)} mutants ({selection}), -j {args.jobs}: wall time {wall:.0f} s, "
+              f"CPU time {cpu:.0f} s")
     text = report.summary(results, header=header)
     (args.out / report.SUMMARY).write_text(text)
     print(text, end="")

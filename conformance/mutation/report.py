@@ -33,8 +33,8 @@ def summary(results: Sequence[MutantResult], *, header: str = "") -> str:
     lines = [header, ""] if header else []
     lines += [
         "| component | mutants | killed | killed by crash | timed out | survived | kill rate "
-        "| kills under own rule |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| kills under own rule | CPU s per mutant |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     groups: dict[str, list[MutantResult]] = {}
     for r in results:
@@ -46,7 +46,9 @@ def summary(results: Sequence[MutantResult], *, header: str = "") -> str:
         "",
         "*kill rate*: killed, killed by crash or timed out, over mutants.  *kills under own "
         "rule*: of the clean kills (a rule failed) whose mutated function names a SPEC rule, "
-        "the share where a failed rule is one it names.",
+        "the share where a failed rule is one it names.  *CPU s per mutant*: suite and "
+        "target processes together; a sample's wall time on 2 free cores with -j 2 is about "
+        "half its total.",
     ]
     survivors = [r for r in results if r.outcome == SURVIVED]
     if survivors:
@@ -66,5 +68,6 @@ def _row(name: str, group: Sequence[MutantResult]) -> str:
     judged = [r for r in group if r.outcome == KILLED and r.under_own_rule is not None]
     own = (f"{100 * sum(1 for r in judged if r.under_own_rule) / len(judged):.0f}% "
            f"({len(judged)})" if judged else "n/a")
+    cpu = f"{sum(r.cpu_seconds for r in group) / len(group):.1f}" if group else "n/a"
     return (f"| {name} | {len(group)} | {count[KILLED]} | {count[CRASHED]} | "
-            f"{count[TIMED_OUT]} | {count[SURVIVED]} | {rate} | {own} |")
+            f"{count[TIMED_OUT]} | {count[SURVIVED]} | {rate} | {own} | {cpu} |")

@@ -34,6 +34,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -78,6 +79,8 @@ class MutantResult:
     #: rule failed.
     under_own_rule: bool | None = None
     detail: str = ""
+    #: CPU time of the suite and its target processes: the load-independent cost.
+    cpu_seconds: float = 0.0
 
     @property
     def detected(self) -> bool:
@@ -89,6 +92,7 @@ class MutantResult:
             "outcome": self.outcome, "exit_code": self.exit_code,
             "seconds": round(self.seconds, 2), "failed_rules": list(self.failed_rules),
             "under_own_rule": self.under_own_rule, "detail": self.detail,
+            "cpu_seconds": round(self.cpu_seconds, 2),
         }
 
     @classmethod
@@ -97,7 +101,7 @@ class MutantResult:
             mutant=Mutant.from_json(doc["mutant"]), components=tuple(doc["components"]),
             outcome=doc["outcome"], exit_code=doc["exit_code"], seconds=doc["seconds"],
             failed_rules=tuple(doc["failed_rules"]), under_own_rule=doc["under_own_rule"],
-            detail=doc["detail"],
+            detail=doc["detail"], cpu_seconds=doc.get("cpu_seconds", 0.0),
         )
 
 
@@ -140,10 +144,11 @@ def run_mutant(
         argv = suite_argv(python, mutant_dir, root, components, report, limits)
         env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
         start = time.monotonic()
-        code, stderr = _run(argv, cwd=tmp, env=env, limit=limits.mutant)
+        code, stderr, cpu = _run(argv, cwd=tmp, env=env, limit=limits.mutant)
         seconds = time.monotonic() - start
         failed = _failed_rules(report)
-    return classify(mutant, tuple(components), code, stderr, failed, seconds)
+    result = classify(mutant, tuple(components), code, stderr, failed, seconds)
+    return attrs.evolve(result, cpu_seconds=cpu)
 
 
 def classify(
@@ -190,19 +195,39 @@ def run_all(
 
 def _run(
     argv: list[str], *, cwd: Path, env: dict[str, str], limit: float
-) -> tuple[int | None, str]:
-    """Run ``argv`` in its own session; at the limit kill the session (suite and target)."""
+) -> tuple[int | None, str, float]:
+    """Run ``argv`` in its own session; at the limit kill the session (suite and target).
+
+    Returns the exit status (None when killed at the limit), stderr, and the CPU seconds
+    of the process and the children it waited for (``wait4``), so that a run on a busy
+    machine still says what a mutant costs.
+    """
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
-    try:
-        _, stderr = proc.communicate(timeout=limit)
-        return proc.returncode, stderr
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # the group of the process we started
-        _, stderr = proc.communicate()
-        return None, stderr
+    stream = proc.stderr
+    assert stream is not None
+    chunks: list[str] = []
+    reader = threading.Thread(target=lambda: chunks.append(stream.read()), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + limit
+    timed_out = False
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            timed_out = True
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # the group of the process we started
+            pid, status, usage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.1)
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    reader.join(timeout=10)
+    stream.close()
+    cpu = usage.ru_utime + usage.ru_stime
+    return (None if timed_out else proc.returncode), "".join(chunks), cpu
 
 
 def _failed_rules(report: Path) -> tuple[str, ...]:
