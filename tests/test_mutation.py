@@ -195,6 +195,16 @@ def test_outcomes_follow_the_suite_exit_status() -> None:
     assert "| rss | 3 | 2 | 1 | 0 | 0 | 100% | 50% (2) | 0.0 |" in table
 
 
+def test_the_summary_marks_survivors_the_ci_run_never_executes() -> None:
+    m = next(m for m in _sample_mutants() if m.original == "a < b")
+    assert m.stmt_line == m.line  # the ``if`` holding the comparison
+    survivor = runner.classify(m, ("rss",), 0, "", (), 1.0)
+    unreached = report.summary([survivor], executed={"sample.py": frozenset({1, 2})})
+    assert "`sample.py:" in unreached and "not executed by the ci run" in unreached
+    reached = report.summary([survivor], executed={"sample.py": frozenset({m.stmt_line})})
+    assert "not executed" not in reached
+
+
 def _rss_mutant(function: str, original: str) -> Mutant:
     path = "reference/rss.py"
     namespace = vars(importlib.import_module("reference.rss"))

@@ -53,8 +53,8 @@ _CMP_FLIP: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.In: ast.NotIn, ast.NotIn: ast.In,
 }
 _TEXT_ONLY = frozenset({"__repr__", "__str__", "__reduce__", "render"})
-#: Builtins whose arguments have different types: a swap is only a TypeError.
-_NO_SWAP = frozenset({"isinstance", "issubclass", "getattr", "setattr", "hasattr"})
+#: Builtins whose swapped arguments are only a TypeError, or change nothing (min, max).
+_NO_SWAP = frozenset({"isinstance", "issubclass", "getattr", "setattr", "hasattr", "min", "max"})
 
 Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
@@ -79,6 +79,10 @@ class Mutant:
     replacement: str
     function: str = ""
     rules: tuple[str, ...] = ()
+    #: What changed, when ``original`` → ``replacement`` would hide it (a long call).
+    note: str = ""
+    #: The first line of the statement holding the change (what line coverage records).
+    stmt_line: int = 0
 
     @property
     def id(self) -> str:
@@ -87,6 +91,8 @@ class Mutant:
 
     @property
     def description(self) -> str:
+        if self.note:
+            return f"{_short(self.original, 40)}: {self.note}"
         return f"{_short(self.original)} → {_short(self.replacement)}"
 
     def apply(self, source: str) -> str:
@@ -141,6 +147,7 @@ class _Finder:
         self.namespace = namespace
         self.found: list[Mutant] = []
         self._rules_cache: dict[int, tuple[str, ...]] = {}
+        self._stmt_line = 0  # the line of the innermost statement being walked
 
     # -- the walk ----------------------------------------------------------------------
 
@@ -151,6 +158,16 @@ class _Finder:
     def walk(self, node: ast.AST, scopes: tuple[Scope, ...], top: ast.stmt) -> None:
         if _never_mutated(node):
             return
+        if not isinstance(node, ast.stmt):
+            self._walk(node, scopes, top)
+            return
+        outer, self._stmt_line = self._stmt_line, node.lineno
+        try:
+            self._walk(node, scopes, top)
+        finally:
+            self._stmt_line = outer
+
+    def _walk(self, node: ast.AST, scopes: tuple[Scope, ...], top: ast.stmt) -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             inner = (*scopes, node)
             for default in [*node.args.defaults, *node.args.kw_defaults]:
@@ -192,33 +209,33 @@ class _Finder:
             self._add("stmt", node.body[0], node.body[-1], "pass", scopes, top, "if body: ")
 
     def _expression(self, node: ast.expr, scopes: tuple[Scope, ...], top: ast.stmt) -> None:
-        for operator, new in self._expression_variants(node):
-            self._add(operator, node, node, f"({ast.unparse(new)})", scopes, top)
+        for operator, new, note in self._expression_variants(node):
+            self._add(operator, node, node, f"({ast.unparse(new)})", scopes, top, note=note)
 
-    def _expression_variants(self, node: ast.expr) -> Iterator[tuple[str, ast.expr]]:
+    def _expression_variants(self, node: ast.expr) -> Iterator[tuple[str, ast.expr, str]]:
         if isinstance(node, ast.Compare):
             for i, op in enumerate(node.ops):
                 flipped = copy.deepcopy(node)
                 flipped.ops[i] = _CMP_FLIP[type(op)]()
-                yield "cmp", flipped
+                yield "cmp", flipped, ""
         elif isinstance(node, ast.BoolOp):
             swapped = copy.deepcopy(node)
             swapped.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
-            yield "bool", swapped
+            yield "bool", swapped, ""
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            yield "bool", node.operand
+            yield "bool", node.operand, ""
         elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
-            yield "bool", ast.Constant(not node.value)
+            yield "bool", ast.Constant(not node.value), ""
         elif isinstance(node, ast.Constant) and isinstance(node.value, int):
-            yield "int", ast.Constant(node.value + 1)
+            yield "int", ast.Constant(node.value + 1), ""
             if node.value > 0:
-                yield "int", ast.Constant(node.value - 1)
+                yield "int", ast.Constant(node.value - 1), ""
         elif isinstance(node, ast.Call):
             yield from _swaps(node)
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             other = self._other_member(node)
             if other is not None:
-                yield "enum", other
+                yield "enum", other, ""
 
     def _other_member(self, node: ast.Attribute) -> ast.Attribute | None:
         owner = _resolve(node.value, self.namespace)
@@ -242,6 +259,7 @@ class _Finder:
     def _add(
         self, operator: str, first: ast.stmt | ast.expr, last: ast.stmt | ast.expr,
         replacement: str, scopes: tuple[Scope, ...], top: ast.stmt, label: str = "",
+        note: str = "",
     ) -> None:
         line, col = first.lineno, first.col_offset
         end_line, end_col = last.end_lineno, last.end_col_offset
@@ -251,7 +269,8 @@ class _Finder:
             path=self.path, line=line, col=col, end_line=end_line, end_col=end_col,
             operator=operator, original=original, replacement=replacement,
             function=".".join(s.name for s in scopes),
-            rules=self._rules(scopes, top),
+            rules=self._rules(scopes, top), note=note,
+            stmt_line=first.lineno if isinstance(first, ast.stmt) else self._stmt_line,
         ))
 
     def _segment(self, line: int, col: int, end_line: int, end_col: int) -> str:
@@ -330,7 +349,7 @@ def _is_type_checking(test: ast.expr) -> bool:
                for n in ast.walk(test))
 
 
-def _swaps(node: ast.Call) -> Iterator[tuple[str, ast.expr]]:
+def _swaps(node: ast.Call) -> Iterator[tuple[str, ast.expr, str]]:
     if isinstance(node.func, ast.Name) and node.func.id in _NO_SWAP:
         return
     if any(isinstance(a, ast.Starred) for a in node.args):
@@ -340,7 +359,8 @@ def _swaps(node: ast.Call) -> Iterator[tuple[str, ast.expr]]:
             continue
         swapped = copy.deepcopy(node)
         swapped.args[i], swapped.args[i + 1] = swapped.args[i + 1], swapped.args[i]
-        yield "args", swapped
+        pair = ", ".join(_short(ast.unparse(a), 25) for a in node.args[i:i + 2])
+        yield "args", swapped, f"arguments {i + 1} and {i + 2} swapped ({pair})"
 
 
 def _resolve(node: ast.expr, namespace: Mapping[str, Any]) -> object:

@@ -89,6 +89,17 @@ def parse(doc: dict[str, Any], root: Path) -> list[ModuleReach]:
     return sorted(found, key=lambda m: m.path)
 
 
+def executed_lines(report: Path, root: Path = ROOT) -> dict[str, frozenset[int]]:
+    """The lines coverage saw executed, per module path, from a ``coverage.json``."""
+    doc = json.loads(report.read_text())
+    found = {}
+    for name, entry in doc["files"].items():
+        path = Path(name)
+        rel = (path.resolve().relative_to(root) if path.is_absolute() else path).as_posix()
+        found[rel] = frozenset(entry.get("executed_lines", ()))
+    return found
+
+
 def table(modules: Sequence[ModuleReach]) -> str:
     """A markdown table: lines and branches covered per module, and the total."""
     lines = ["| module | statements | missed | lines | branches | missed branches | "

@@ -9,7 +9,7 @@ actionable part (each is an equivalent mutant or a gap in the suite).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from conformance.mutation.runner import CRASHED, KILLED, SURVIVED, TIMED_OUT, MutantResult
@@ -28,8 +28,16 @@ def read_jsonl(path: Path) -> list[MutantResult]:
             for line in path.read_text().splitlines() if line.strip()]
 
 
-def summary(results: Sequence[MutantResult], *, header: str = "") -> str:
-    """The markdown summary: a table per component, then the survivors."""
+def summary(
+    results: Sequence[MutantResult], *, header: str = "",
+    executed: Mapping[str, frozenset[int]] | None = None,
+) -> str:
+    """The markdown summary: a table per component, then the survivors.
+
+    With ``executed`` (the lines the ci run executes, per module: see
+    :func:`conformance.mutation.reach.executed_lines`), a survivor on lines the suite
+    never runs is marked so: that is missing reach, not a missing assertion.
+    """
     lines = [header, ""] if header else []
     lines += [
         "| component | mutants | killed | killed by crash | timed out | survived | kill rate "
@@ -53,10 +61,15 @@ def summary(results: Sequence[MutantResult], *, header: str = "") -> str:
     survivors = [r for r in results if r.outcome == SURVIVED]
     if survivors:
         lines += ["", f"Survivors ({len(survivors)}):", ""]
-        lines += [f"- `{r.mutant.path}:{r.mutant.line}` {r.mutant.operator} in "
-                  f"`{r.mutant.function or '<module>'}`: `{r.mutant.description}` "
-                  f"(checked by {', '.join(r.components)})"
-                  for r in sorted(survivors, key=lambda r: (r.mutant.path, r.mutant.line))]
+        for r in sorted(survivors, key=lambda r: (r.mutant.path, r.mutant.line)):
+            m = r.mutant
+            reach = ""
+            lines_run = executed.get(m.path, frozenset()) if executed is not None else None
+            if lines_run is not None and m.stmt_line not in lines_run \
+                    and not lines_run.intersection(range(m.line, m.end_line + 1)):
+                reach = "; **not executed by the ci run**"
+            lines.append(f"- `{m.path}:{m.line}` {m.operator} in `{m.function or '<module>'}`: "
+                         f"`{m.description}` (checked by {', '.join(r.components)}{reach})")
     return "\n".join(lines) + "\n"
 
 
