@@ -257,6 +257,17 @@ def test_user_mistakes_are_one_line_and_exit_2(
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
+def test_an_unusable_out_directory_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert cli.main(["mutate", "--module", "reference/tun.py", "--sample", "1",
+                     "--out", str(blocker)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rx-oracle mutate: --out") and len(err.strip().splitlines()) == 1
+
+
 def test_list_shows_the_selection_without_running(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["mutate", "--list", "--module", "reference/tun.py", "--operator", "cmp",
                      "--all"]) == 0

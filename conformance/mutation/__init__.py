@@ -15,11 +15,13 @@ import.  Here the process under test must stay pristine (the suite predicts with
 real reference) and only the *target* process may see the mutant; we also want our own
 outcome columns (a crash is not a clean kill), to skip what no observable can show
 (trace text, ``raise`` messages, annotations) and to attribute kills to the rules a
-mutated function names.  Six operators over ``ast`` in ~300 lines fit that better than
+mutated function names.  Six operators over ``ast`` in a few hundred lines fit that better than
 bending either tool.
 
 Modules: :mod:`.mutator` (the operators), :mod:`.scope` (which modules are mutated and
-which components check them), :mod:`.runner` (one process per mutant), :mod:`.report`
-(JSON lines and the markdown summary), :mod:`.coverage` (branch coverage of the ci
-run), :mod:`.cli` (``rx-oracle mutate``).
+which components check them), :mod:`.sampling` (a seeded sample spread over components),
+:mod:`.runner` (one process per mutant), :mod:`.suite` (the suite without shrinking),
+:mod:`.report` (JSON lines and the markdown summary), :mod:`.reach` (branch coverage of
+the ci run), :mod:`.cli` (``rx-oracle mutate``).  Figures and the triage of survivors:
+``conformance/MUTANTS.md``.
 """

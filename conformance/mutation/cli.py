@@ -154,7 +154,10 @@ def _run(args: argparse.Namespace, mutants: list[Mutant],
 
     limits = runner.Limits(mutant=args.mutant_timeout, request=args.request_timeout,
                            shrink=args.shrink)
-    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {args.out}: {exc.strerror}") from None
     done = 0
     start = time.monotonic()
 
