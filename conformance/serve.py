@@ -57,6 +57,10 @@ def main(args: argparse.Namespace) -> int:
     except TargetError as exc:
         print(f"rx-oracle serve: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except Exception as exc:  # the target's own module failed while importing or building
+        print(f"rx-oracle serve: cannot load {spec}: {type(exc).__name__}: {exc}",
+              file=sys.stderr)
+        return EXIT_ERROR
     try:
         serve(target, sys.stdin, sys.stdout)
     finally:

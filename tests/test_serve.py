@@ -54,6 +54,13 @@ class RaisingTarget:
         pass
 
 
+class BrokenTarget(RaisingTarget):
+    """Raises while it is being built."""
+
+    def __init__(self) -> None:
+        raise ValueError("no model today")
+
+
 class ChattyTarget(RaisingTarget):
     """Prints to stdout while it runs, as a careless target might."""
 
@@ -143,6 +150,8 @@ def test_the_reference_served_over_exec_passes_the_rss_properties(tmp_path: Path
 @pytest.mark.parametrize(("spec", "message"), [
     ("exec:./whatever", "cannot serve 'exec:./whatever'"),
     ("python:no_such_module_here:Target", "cannot load python target"),
+    ("python:test_serve:BrokenTarget", "cannot load python:test_serve:BrokenTarget: "
+                                       "ValueError: no model today"),
 ])
 def test_a_target_that_cannot_be_served_is_one_line_and_exit_2(
     spec: str, message: str, capsys: pytest.CaptureFixture[str]
