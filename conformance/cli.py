@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 
 from conformance import plugin
+from conformance import serve as serve_cli
+from conformance.mutation import cli as mutate_cli
 from conformance.usage import UsageError, check_target, check_timeout
 from reference import KERNEL_VERSION, __version__
 
@@ -66,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("scenario", help="the scenario as JSON text, or @FILE")
     r.add_argument("--target", default="reference")
     r.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
+    serve_cli.add_parser(sub)
+    mutate_cli.add_parser(sub)
     return p
 
 
@@ -108,6 +112,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return replay(args)
         if args.command == "explain":
             return explain(args)
+        if args.command == "serve":
+            return serve_cli.main(args)
+        if args.command == "mutate":
+            return mutate_cli.main(args)
         if args.command == "fixtures":
             from conformance.fixtures import cli as fixtures_cli
 

@@ -1,0 +1,184 @@
+"""``rx-oracle mutate``: measure the suite's power as a kill rate over mutants of reference/.
+
+Examples::
+
+    rx-oracle mutate                          # the default seeded sample, 2 workers
+    rx-oracle mutate --sample 40 --seed 7 --component rss
+    rx-oracle mutate --module reference/rss.py --all --list
+    rx-oracle mutate --coverage               # reach: branch coverage of the ci run
+
+Results go to ``--out`` (default ``mutation-out/``): ``results.jsonl`` (one mutant per
+line) and ``summary.md`` (per component: mutants, killed, killed by crash, timed out,
+survived, kill rate, kills under a rule of the mutated function; then the survivors).
+After ``--coverage`` into the same ``--out``, the summary marks each survivor the ci
+run never executes.  A user mistake (an unknown component or module, a non-positive
+number) is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import conformance
+from conformance.mutation.mutator import OPERATORS, Mutant
+
+EXIT_OK, EXIT_ERROR = 0, 2
+ROOT = Path(conformance.__file__).resolve().parent.parent
+PROPERTIES_DIR = ROOT / "conformance" / "properties"
+
+#: A mutant costs 2.7 CPU seconds on average (suite and target processes; MUTANTS.md has
+#: the measurement), so this sample takes about 2.5 minutes on 2 free cores with -j 2, and
+#: took 10 minutes on a machine loaded 6 times over.
+DEFAULT_SAMPLE = 100
+
+
+class UsageError(Exception):
+    """A mistake on the command line: reported in one line, exit status 2."""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``mutate`` to the ``rx-oracle`` sub-commands."""
+    m: argparse.ArgumentParser = subparsers.add_parser(
+        "mutate", help="mutation testing: the suite's kill rate over mutants of reference/",
+        description="Run the conformance properties against mutants of reference/ (each "
+                    "served in its own process) and report the kill rate per component.")
+    m.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, metavar="N",
+                   help=f"run a seeded sample of N mutants spread over components "
+                        f"(default {DEFAULT_SAMPLE})")
+    m.add_argument("--all", action="store_true", help="run every mutant of the selection")
+    m.add_argument("--seed", type=int, default=0, metavar="S", help="sample seed (default 0)")
+    m.add_argument("--component", action="append", default=[], metavar="NAME",
+                   help="only modules this component's properties check (repeatable)")
+    m.add_argument("--module", action="append", default=[], metavar="PATH",
+                   help="only this module, e.g. reference/rss.py (repeatable)")
+    m.add_argument("--operator", action="append", default=[], choices=OPERATORS,
+                   help="only this mutation operator (repeatable)")
+    m.add_argument("-j", "--jobs", type=int, default=2, metavar="N",
+                   help="mutants run in parallel (default 2)")
+    m.add_argument("--out", type=Path, default=Path("mutation-out"), metavar="DIR",
+                   help="where results.jsonl and summary.md go (default mutation-out)")
+    m.add_argument("--mutant-timeout", type=float, default=180.0, metavar="SECONDS",
+                   help="wall-clock limit per mutant (default 180)")
+    m.add_argument("--request-timeout", type=float, default=5.0, metavar="SECONDS",
+                   help="limit per request to a mutant target (default 5)")
+    m.add_argument("--shrink", action="store_true",
+                   help="let hypothesis shrink failures (slower; sharper rule attribution)")
+    m.add_argument("--list", action="store_true", help="list the selected mutants, run nothing")
+    m.add_argument("--coverage", action="store_true",
+                   help="instead: branch coverage of reference/ by the ci suite, per module")
+    return m
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        return _main(args)
+    except UsageError as exc:
+        print(f"rx-oracle mutate: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _main(args: argparse.Namespace) -> int:
+    from conformance.mutation import reach
+
+    _check_numbers(args)
+    if args.coverage:
+        return reach.run(args.out)
+    mutants, checked_by = _select(args)
+    if args.list:
+        for m in mutants:
+            print(f"{m.id}  {m.function or '<module>'}  {m.description}  "
+                  f"[{', '.join(checked_by[m.path])}]")
+        return EXIT_OK
+    return _run(args, mutants, checked_by)
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    if args.sample <= 0:
+        raise UsageError(f"--sample must be a positive number, not {args.sample}")
+    if args.jobs <= 0:
+        raise UsageError(f"-j must be a positive number, not {args.jobs}")
+    if args.mutant_timeout <= 0 or args.request_timeout <= 0:
+        raise UsageError("timeouts must be positive")
+
+
+def _select(args: argparse.Namespace) -> tuple[list[Mutant], dict[str, tuple[str, ...]]]:
+    """The mutants to run (valid ones only) and the components checking each module."""
+    from conformance.mutation import sampling, scope
+
+    modules = scope.mutated_modules(ROOT)
+    known = sorted(p.stem.removeprefix("test_") for p in PROPERTIES_DIR.glob("test_*.py"))
+    unknown = sorted(set(args.component) - set(known))
+    if unknown:
+        raise UsageError(f"unknown component {', '.join(unknown)}; known: {', '.join(known)}")
+    if args.module:
+        wanted = [_module_path(text, modules) for text in args.module]
+        modules = [m for m in modules if m in wanted]
+    if args.component:
+        modules = [m for m in modules if set(scope.components_for(m)) & set(args.component)]
+    checked_by = {m: scope.components_for(m) for m in modules}
+    unmapped = [m for m, c in checked_by.items() if not c]
+    if unmapped:  # a new module nobody mapped: say so rather than skip it silently
+        raise UsageError(f"no component is mapped to {unmapped[0]} "
+                         "(add it to conformance/mutation/scope.py TABLE)")
+    pool = sampling.candidates(ROOT, modules)
+    if args.operator:
+        pool = [m for m in pool if m.operator in args.operator]
+    if not pool:
+        raise UsageError("the selection has no mutants")
+    chosen = (sampling.every_valid(ROOT, pool) if args.all
+              else sampling.sample(ROOT, pool, args.sample, args.seed))
+    return chosen, checked_by
+
+
+def _module_path(text: str, modules: list[str]) -> str:
+    path = Path(text)
+    if path.is_absolute():
+        try:
+            path = path.resolve().relative_to(ROOT)
+        except ValueError:
+            raise UsageError(f"--module {text}: not under {ROOT}") from None
+    rel = path.as_posix().removeprefix("./")
+    if rel not in modules:
+        raise UsageError(f"--module {text}: not a mutated module of reference/ "
+                         f"(e.g. {modules[0]})")
+    return rel
+
+
+def _run(args: argparse.Namespace, mutants: list[Mutant],
+         checked_by: dict[str, tuple[str, ...]]) -> int:
+    from conformance.mutation import reach, report, runner
+
+    limits = runner.Limits(mutant=args.mutant_timeout, request=args.request_timeout,
+                           shrink=args.shrink)
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {args.out}: {exc.strerror}") from None
+    done = 0
+    start = time.monotonic()
+
+    def progress(result: runner.MutantResult) -> None:
+        nonlocal done
+        done += 1
+        m = result.mutant
+        print(f"[{done}/{len(mutants)}] {result.outcome:<15} {m.path}:{m.line} {m.operator} "
+              f"{m.description} ({result.seconds:.1f}s)", file=sys.stderr, flush=True)
+
+    results = runner.run_all(((m, checked_by[m.path]) for m in mutants), root=ROOT,
+                             jobs=args.jobs, limits=limits, on_result=progress)
+    wall = time.monotonic() - start
+    report.write_jsonl(args.out / report.RESULTS, results)
+    selection = "all" if args.all else f"sample {args.sample}, seed {args.seed}"
+    cpu = sum(r.cpu_seconds for r in results)
+    header = (f"{len(results)} mutants ({selection}), -j {args.jobs}: wall time {wall:.0f} s, "
+              f"CPU time {cpu:.0f} s")
+    coverage = args.out / "coverage.json"  # left there by an earlier --coverage run
+    executed = reach.executed_lines(coverage, ROOT) if coverage.exists() else None
+    text = report.summary(results, header=header, executed=executed)
+    (args.out / report.SUMMARY).write_text(text)
+    print(text, end="")
+    return EXIT_OK

@@ -1,0 +1,152 @@
+"""Reach: branch coverage of ``reference/`` by the ci run of the conformance suite.
+
+Mutation testing says how much of what the suite reaches it also checks; coverage says
+what it reaches at all.  A line the ci run never executes cannot kill a mutant, so the
+two read together: a low kill rate in a well-covered module means weak assertions, in a
+poorly covered one missing strategies.
+
+The suite runs in a child process under ``coverage run --branch`` (so that the
+reference's module-level code, executed at import, is measured too), against the
+in-process reference target, with the ``ci`` profile; then the per-module figures are
+read from coverage's JSON report.  Usage::
+
+    python -m conformance.mutation.reach [--out DIR]     # or: rx-oracle mutate --coverage
+
+Needs ``coverage`` (in the ``dev`` extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@attrs.frozen
+class ModuleReach:
+    """One module's figures, as coverage.py counts them."""
+
+    path: str
+    statements: int
+    missing: int
+    branches: int
+    partial: int
+    missing_branches: int
+    percent: float
+
+    @property
+    def line_percent(self) -> float:
+        return 100.0 * (self.statements - self.missing) / self.statements if self.statements \
+            else 100.0
+
+    @property
+    def branch_percent(self) -> float:
+        covered = self.branches - self.missing_branches
+        return 100.0 * covered / self.branches if self.branches else 100.0
+
+
+def measure(out: Path, *, root: Path = ROOT, python: str = sys.executable) -> list[ModuleReach]:
+    """Run the ci suite under coverage; the per-module figures, sorted by path.
+
+    Raises :class:`RuntimeError` if coverage is missing or the suite could not run.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    data = (out / ".coverage").resolve()
+    env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
+    run = [python, "-m", "coverage", "run", "--branch", f"--source={root / 'reference'}",
+           f"--data-file={data}", "-m", "conformance.cli", "conformance", "--profile", "ci",
+           "--report", str((out / "ci-report.json").resolve())]
+    proc = subprocess.run(run, cwd=root, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, check=False)
+    if proc.returncode not in (0, 1):  # 1: some rule failed, coverage is still meaningful
+        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+        raise RuntimeError(f"the suite under coverage exited {proc.returncode}: {tail}")
+    report = (out / "coverage.json").resolve()
+    subprocess.run([python, "-m", "coverage", "json", f"--data-file={data}", "-o", str(report),
+                    "-q"], cwd=root, env=env, check=True, stdout=subprocess.DEVNULL)
+    return parse(json.loads(report.read_text()), root)
+
+
+def parse(doc: dict[str, Any], root: Path) -> list[ModuleReach]:
+    found = []
+    for name, entry in doc["files"].items():
+        s = entry["summary"]
+        path = Path(name)
+        rel = (path.resolve().relative_to(root) if path.is_absolute() else path).as_posix()
+        found.append(ModuleReach(
+            path=rel, statements=s["num_statements"], missing=s["missing_lines"],
+            branches=s.get("num_branches", 0), partial=s.get("num_partial_branches", 0),
+            missing_branches=s.get("missing_branches", 0), percent=s["percent_covered"]))
+    return sorted(found, key=lambda m: m.path)
+
+
+def executed_lines(report: Path, root: Path = ROOT) -> dict[str, frozenset[int]]:
+    """The lines coverage saw executed, per module path, from a ``coverage.json``."""
+    doc = json.loads(report.read_text())
+    found = {}
+    for name, entry in doc["files"].items():
+        path = Path(name)
+        rel = (path.resolve().relative_to(root) if path.is_absolute() else path).as_posix()
+        found[rel] = frozenset(entry.get("executed_lines", ()))
+    return found
+
+
+def table(modules: Sequence[ModuleReach]) -> str:
+    """A markdown table: lines and branches covered per module, and the total."""
+    lines = ["| module | statements | missed | lines | branches | missed branches | "
+             "branches covered | combined |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for m in modules:
+        lines.append(f"| {m.path} | {m.statements} | {m.missing} | {m.line_percent:.0f}% | "
+                     f"{m.branches} | {m.missing_branches} | {m.branch_percent:.0f}% | "
+                     f"{m.percent:.0f}% |")
+    total = ModuleReach(
+        "**all**", sum(m.statements for m in modules), sum(m.missing for m in modules),
+        sum(m.branches for m in modules), sum(m.partial for m in modules),
+        sum(m.missing_branches for m in modules), 0.0)
+    hit = total.statements - total.missing + total.branches - total.missing_branches
+    combined = 100.0 * hit / (total.statements + total.branches) if modules else 0.0
+    lines.append(f"| **all** | {total.statements} | {total.missing} | {total.line_percent:.0f}% "
+                 f"| {total.branches} | {total.missing_branches} | {total.branch_percent:.0f}% "
+                 f"| {combined:.0f}% |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m conformance.mutation.reach",
+                                description="branch coverage of reference/ by the ci suite")
+    p.add_argument("--out", type=Path, default=Path("mutation-out"), metavar="DIR",
+                   help="where coverage data and reach.md go (default: mutation-out)")
+    return run(p.parse_args(argv).out)
+
+
+def run(out: Path) -> int:
+    """Measure, print the table, write it to ``out/reach.md``; 2 on failure."""
+    try:
+        import coverage  # noqa: F401  - only to fail early with a clear message
+    except ImportError:
+        print("rx-oracle: coverage is not installed (pip install 'rx-oracle[dev]')",
+              file=sys.stderr)
+        return 2
+    try:
+        modules = measure(out)
+    except (RuntimeError, subprocess.CalledProcessError, OSError) as exc:
+        print(f"rx-oracle: {exc}", file=sys.stderr)
+        return 2
+    text = table(modules)
+    (out / "reach.md").write_text(text)
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Mutation results on disk: JSON lines (one per mutant) and a markdown summary.
+
+The JSON lines are the record (a later run, or a triage, reads them back); the summary
+is what a person reads: one row per component (the mutated module's primary component,
+see :mod:`conformance.mutation.scope`), then every survivor, since survivors are the
+actionable part (each is an equivalent mutant or a gap in the suite).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from conformance.mutation.runner import CRASHED, KILLED, SURVIVED, TIMED_OUT, MutantResult
+
+RESULTS = "results.jsonl"
+SUMMARY = "summary.md"
+
+
+def write_jsonl(path: Path, results: Iterable[MutantResult]) -> None:
+    path.write_text("".join(json.dumps(r.to_json(), separators=(",", ":")) + "\n"
+                            for r in results))
+
+
+def read_jsonl(path: Path) -> list[MutantResult]:
+    return [MutantResult.from_json(json.loads(line))
+            for line in path.read_text().splitlines() if line.strip()]
+
+
+def summary(
+    results: Sequence[MutantResult], *, header: str = "",
+    executed: Mapping[str, frozenset[int]] | None = None,
+) -> str:
+    """The markdown summary: a table per component, then the survivors.
+
+    With ``executed`` (the lines the ci run executes, per module: see
+    :func:`conformance.mutation.reach.executed_lines`), a survivor on lines the suite
+    never runs is marked so: that is missing reach, not a missing assertion.
+    """
+    lines = [header, ""] if header else []
+    lines += [
+        "| component | mutants | killed | killed by crash | timed out | survived | kill rate "
+        "| kills under own rule | CPU s per mutant |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    groups: dict[str, list[MutantResult]] = {}
+    for r in results:
+        groups.setdefault(r.components[0] if r.components else "?", []).append(r)
+    for name in sorted(groups):
+        lines.append(_row(name, groups[name]))
+    lines.append(_row("**all**", list(results)))
+    lines += [
+        "",
+        "*kill rate*: killed, killed by crash or timed out, over mutants.  *kills under own "
+        "rule*: of the clean kills (a rule failed) whose mutated function names a SPEC rule, "
+        "the share where a failed rule is one it names.  *CPU s per mutant*: suite and "
+        "target processes together; a sample's wall time on 2 free cores with -j 2 is about "
+        "half its total.",
+    ]
+    survivors = [r for r in results if r.outcome == SURVIVED]
+    if survivors:
+        lines += ["", f"Survivors ({len(survivors)}):", ""]
+        for r in sorted(survivors, key=lambda r: (r.mutant.path, r.mutant.line)):
+            m = r.mutant
+            reach = ""
+            lines_run = executed.get(m.path, frozenset()) if executed is not None else None
+            if lines_run is not None and m.stmt_line not in lines_run \
+                    and not lines_run.intersection(range(m.line, m.end_line + 1)):
+                reach = "; **not executed by the ci run**"
+            lines.append(f"- `{m.path}:{m.line}` {m.operator} in `{m.function or '<module>'}`: "
+                         f"`{m.description}` (checked by {', '.join(r.components)}{reach})")
+    return "\n".join(lines) + "\n"
+
+
+def _row(name: str, group: Sequence[MutantResult]) -> str:
+    count = {o: sum(1 for r in group if r.outcome == o)
+             for o in (KILLED, CRASHED, TIMED_OUT, SURVIVED)}
+    detected = len(group) - count[SURVIVED]
+    rate = f"{100 * detected / len(group):.0f}%" if group else "n/a"
+    judged = [r for r in group if r.outcome == KILLED and r.under_own_rule is not None]
+    own = (f"{100 * sum(1 for r in judged if r.under_own_rule) / len(judged):.0f}% "
+           f"({len(judged)})" if judged else "n/a")
+    cpu = f"{sum(r.cpu_seconds for r in group) / len(group):.1f}" if group else "n/a"
+    return (f"| {name} | {len(group)} | {count[KILLED]} | {count[CRASHED]} | "
+            f"{count[TIMED_OUT]} | {count[SURVIVED]} | {rate} | {own} | {cpu} |")

@@ -1,0 +1,247 @@
+"""Running mutants: each one a mutated copy of ``reference/`` served in its own process.
+
+For one mutant the runner makes a scratch directory holding a copy of the ``reference``
+package with the one file mutated, and runs::
+
+    python -m conformance.mutation.suite --driver C ... --report R \\
+        --target "exec:env PYTHONPATH=<scratch>/mutant:<root> python -m conformance.cli \\
+                  serve --target reference"
+
+(``conformance.mutation.suite`` is ``rx-oracle conformance`` without hypothesis's
+shrinking.)  The suite process gets ``PYTHONPATH=<root>``: it predicts with the pristine reference.
+Only the target process sees the mutant, first on its ``PYTHONPATH``.  Both run with the
+scratch directory as working directory, which holds no ``reference`` package of its own
+(``python -m`` puts the working directory first on ``sys.path``).  Nothing is ever
+written under ``<root>``.
+
+Outcomes, from the suite's exit status (see ``conformance/cli.py``):
+
+- ``killed``: some rule failed (exit 1);
+- ``killed by crash``: the target raised, died, or could not start (exit 2);
+- ``timed out``: the mutant exceeded its wall-clock limit, or a request hit the
+  per-request timeout (an endless loop, as the exec target reports it);
+- ``survived``: every selected rule passed (exit 0).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from conformance.mutation.mutator import Mutant
+
+KILLED, CRASHED, TIMED_OUT, SURVIVED = "killed", "killed by crash", "timed out", "survived"
+OUTCOMES = (KILLED, CRASHED, TIMED_OUT, SURVIVED)
+
+#: What the exec target says when a request outlives ``--timeout`` (targets/exec.py).
+_HANG = "no answer within"
+
+
+@attrs.frozen
+class Limits:
+    """Wall-clock limits (the whole mutant, each request to its target) and shrinking.
+
+    Shrinking is off by default (see :mod:`conformance.mutation.suite`).
+    """
+
+    mutant: float = 180.0
+    request: float = 5.0
+    shrink: bool = False
+
+
+@attrs.frozen
+class MutantResult:
+    """What running the suite against one mutant gave."""
+
+    mutant: Mutant
+    components: tuple[str, ...]
+    outcome: str
+    exit_code: int | None
+    seconds: float
+    #: The rules the suite's report failed.
+    failed_rules: tuple[str, ...] = ()
+    #: A failed rule is one the mutated function names; None when it names none or no
+    #: rule failed.
+    under_own_rule: bool | None = None
+    detail: str = ""
+    #: CPU time of the suite and its target processes: the load-independent cost.
+    cpu_seconds: float = 0.0
+
+    @property
+    def detected(self) -> bool:
+        return self.outcome != SURVIVED
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mutant": self.mutant.to_json(), "components": list(self.components),
+            "outcome": self.outcome, "exit_code": self.exit_code,
+            "seconds": round(self.seconds, 2), "failed_rules": list(self.failed_rules),
+            "under_own_rule": self.under_own_rule, "detail": self.detail,
+            "cpu_seconds": round(self.cpu_seconds, 2),
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> MutantResult:
+        return cls(
+            mutant=Mutant.from_json(doc["mutant"]), components=tuple(doc["components"]),
+            outcome=doc["outcome"], exit_code=doc["exit_code"], seconds=doc["seconds"],
+            failed_rules=tuple(doc["failed_rules"]), under_own_rule=doc["under_own_rule"],
+            detail=doc["detail"], cpu_seconds=doc.get("cpu_seconds", 0.0),
+        )
+
+
+def suite_argv(
+    python: str, mutant_dir: Path, root: Path, components: Sequence[str], report: Path,
+    limits: Limits,
+) -> list[str]:
+    """The suite command for one mutant (its target command is the exec spec)."""
+    serve = ["env", f"PYTHONPATH={mutant_dir}{os.pathsep}{root}", "PYTHONDONTWRITEBYTECODE=1",
+             python, "-m", "conformance.cli", "serve", "--target", "reference"]
+    argv = [python, "-m", "conformance.mutation.suite", *(["--shrink"] if limits.shrink else []),
+            "--target", "exec:" + shlex.join(serve),
+            "--timeout", f"{limits.request:g}", "--report", str(report)]
+    for component in components:
+        argv += ["--driver", component]
+    return argv
+
+
+def run_mutant(
+    mutant: Mutant,
+    components: Sequence[str],
+    *,
+    root: Path,
+    limits: Limits = Limits(),
+    python: str = sys.executable,
+    scratch: Path | None = None,
+) -> MutantResult:
+    """Run the suite's ``components`` against ``mutant``; never writes under ``root``."""
+    source = (root / mutant.path).read_text()
+    with tempfile.TemporaryDirectory(prefix="rx-mutant-", dir=scratch) as tmp_name:
+        tmp = Path(tmp_name).resolve()
+        mutant_dir = tmp / "mutant"
+        shutil.copytree(root / "reference", mutant_dir / "reference",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        mutated = (mutant_dir / mutant.path).resolve()
+        if not mutated.is_relative_to(tmp):  # pragma: no cover - a path escaping the copy
+            raise ValueError(f"mutant path {mutant.path!r} leaves the scratch copy")
+        mutated.write_text(mutant.apply(source))
+        report = tmp / "report.json"
+        argv = suite_argv(python, mutant_dir, root, components, report, limits)
+        env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
+        start = time.monotonic()
+        code, stderr, cpu = _run(argv, cwd=tmp, env=env, limit=limits.mutant)
+        seconds = time.monotonic() - start
+        failed = _failed_rules(report)
+    result = classify(mutant, tuple(components), code, stderr, failed, seconds)
+    return attrs.evolve(result, cpu_seconds=cpu)
+
+
+def classify(
+    mutant: Mutant, components: tuple[str, ...], code: int | None, stderr: str,
+    failed: tuple[str, ...], seconds: float,
+) -> MutantResult:
+    """The outcome from the exit status (None: killed at the limit) and the report."""
+    detail = _last_message(stderr)
+    if code is None or (code == 2 and _HANG in stderr):
+        outcome = TIMED_OUT
+    elif code == 0:
+        outcome = SURVIVED
+    elif code == 1:
+        outcome = KILLED
+    else:
+        outcome = CRASHED
+    own = None
+    if failed and mutant.rules:
+        own = bool(set(failed) & set(mutant.rules))
+    return MutantResult(mutant, components, outcome, code, seconds, failed, own, detail)
+
+
+def run_all(
+    work: Iterable[tuple[Mutant, tuple[str, ...]]],
+    *,
+    root: Path,
+    jobs: int = 2,
+    limits: Limits = Limits(),
+    on_result: Callable[[MutantResult], None] | None = None,
+) -> list[MutantResult]:
+    """Run every (mutant, components) pair, ``jobs`` at a time; results in input order."""
+    items = list(work)
+    results: list[MutantResult | None] = [None] * len(items)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(run_mutant, m, c, root=root, limits=limits): i
+                   for i, (m, c) in enumerate(items)}
+        for future in as_completed(futures):
+            result = future.result()
+            results[futures[future]] = result
+            if on_result is not None:
+                on_result(result)
+    return [r for r in results if r is not None]
+
+
+def _run(
+    argv: list[str], *, cwd: Path, env: dict[str, str], limit: float
+) -> tuple[int | None, str, float]:
+    """Run ``argv`` in its own session; at the limit kill the session (suite and target).
+
+    Returns the exit status (None when killed at the limit), stderr, and the CPU seconds
+    of the process and the children it waited for (``wait4``), so that a run on a busy
+    machine still says what a mutant costs.
+    """
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    stream = proc.stderr
+    assert stream is not None
+    chunks: list[str] = []
+    reader = threading.Thread(target=lambda: chunks.append(stream.read()), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + limit
+    timed_out = False
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            timed_out = True
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # the group of the process we started
+            pid, status, usage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.1)
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    reader.join(timeout=10)
+    stream.close()
+    cpu = usage.ru_utime + usage.ru_stime
+    return (None if timed_out else proc.returncode), "".join(chunks), cpu
+
+
+def _failed_rules(report: Path) -> tuple[str, ...]:
+    try:
+        doc = json.loads(report.read_text())
+    except (OSError, json.JSONDecodeError):
+        return ()
+    return tuple(r["rule"] for r in doc.get("rules", []) if r.get("verdict") == "fail")
+
+
+def _last_message(stderr: str) -> str:
+    """The suite's own one-line diagnosis (``rx-oracle: ...``), else stderr's last line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if line.startswith("rx-oracle:"):
+            return line[:300]
+    return lines[-1][:300] if lines else ""

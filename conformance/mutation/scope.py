@@ -1,0 +1,89 @@
+"""Which modules of ``reference/`` are mutated, and which components' properties check each.
+
+A mutant only needs the properties that can reach the mutated code: running the whole
+suite for each mutant would cost ten times more and measure nothing new.  The table
+below maps each reference module to the conformance components whose properties
+exercise it: the component that owns the module first (its *primary* component, the
+row the mutant is counted under in the summary), then, when the module is shared,
+the cheapest other components that import it (cost measured per component with
+``exec:rx-oracle serve``, 2026-12: kfunc 1.5 s, cpumap 1.7 s, xdp 1.9 s, tun 1.9 s,
+rss 2.4 s, fec 2.5 s, veth 2.7 s, page_pool 2.9 s, zcrx 2.9 s, mlx5 5.0 s).
+``tests/test_mutation.py`` checks the table against the static import graph: every
+component listed for a module imports it, directly or not.  The first sample showed two
+sets too small (``conformance/MUTANTS.md``): a kfuncs.py mutant only rss could see (the
+hash-type enum) and a packet.py one only mlx5 could (IPv6 header offsets); both sets
+grew.
+
+| reference module | components | why |
+|---|---|---|
+| ``mlx5/*`` | mlx5 | only the mlx5 driver model uses it |
+| ``fec/*`` | fec | likewise fec |
+| ``zcrx/*`` | zcrx | likewise zcrx |
+| ``cpumap.py``, ``cpumap_sim.py``, ``skb.py`` | cpumap | only cpumap builds skbs from frames |
+| ``tun.py`` | tun | |
+| ``veth.py`` | veth, tun | tun's XDP path is veth's |
+| ``rss.py`` | rss, mlx5 | mlx5 hashes with it |
+| ``packet.py`` | rss, fec, mlx5 | the frame walk; the drivers' checksum and CQE paths |
+| ``checksum.py`` | fec, mlx5 | both drivers' checksum offload |
+| ``kfuncs.py`` | kfunc, xdp, veth, rss | dispatch, kfunc ops, veth's ops, hash types (rss) |
+| ``xdp/frame.py``, ``xdp/mem.py`` | xdp, cpumap | frame conversion and memory return feed cpumap |
+| ``xdp/*`` (the rest) | xdp, veth | the generic buffer path and veth's |
+| ``page_pool/*`` | page_pool, cpumap | cpumap recycles pages through the pool |
+
+Not mutated: ``reference/__init__.py`` (version strings), ``trace.py`` (explanations,
+never an observable) and ``errors.py`` (exception messages and pickling: the suite never
+sends what the reference refuses, so no exec target can show them).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+
+PACKAGE = "reference"
+
+EXCLUDED = frozenset({"reference/__init__.py", "reference/trace.py", "reference/errors.py"})
+
+#: (glob over paths relative to the project root, components): the first match wins.
+TABLE: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("reference/mlx5/*", ("mlx5",)),
+    ("reference/fec/*", ("fec",)),
+    ("reference/zcrx/*", ("zcrx",)),
+    ("reference/cpumap.py", ("cpumap",)),
+    ("reference/cpumap_sim.py", ("cpumap",)),
+    ("reference/skb.py", ("cpumap",)),
+    ("reference/tun.py", ("tun",)),
+    ("reference/veth.py", ("veth", "tun")),
+    ("reference/rss.py", ("rss", "mlx5")),
+    ("reference/packet.py", ("rss", "fec", "mlx5")),
+    ("reference/checksum.py", ("fec", "mlx5")),
+    ("reference/kfuncs.py", ("kfunc", "xdp", "veth", "rss")),
+    ("reference/xdp/frame.py", ("xdp", "cpumap")),
+    ("reference/xdp/mem.py", ("xdp", "cpumap")),
+    ("reference/xdp/*", ("xdp", "veth")),
+    ("reference/page_pool/*", ("page_pool", "cpumap")),
+)
+
+
+def components_for(path: str) -> tuple[str, ...]:
+    """The components that check ``path`` (relative to the project root); () if none."""
+    for pattern, components in TABLE:
+        if fnmatch.fnmatchcase(path, pattern):
+            return components
+    return ()
+
+
+def mutated_modules(root: Path) -> list[str]:
+    """Every module of ``reference/`` that is mutated, as paths relative to ``root``."""
+    found = []
+    for file in sorted((root / PACKAGE).rglob("*.py")):
+        rel = file.relative_to(root).as_posix()
+        if rel not in EXCLUDED and "__pycache__" not in rel:
+            found.append(rel)
+    return found
+
+
+def module_name(path: str) -> str:
+    """``reference/page_pool/__init__.py`` -> ``reference.page_pool``."""
+    dotted = path.removesuffix(".py").replace("/", ".")
+    return dotted.removesuffix(".__init__")

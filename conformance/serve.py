@@ -1,0 +1,131 @@
+"""``rx-oracle serve``: any Python target behind the exec protocol of PROTOCOL.md.
+
+Why: the exec protocol is how the suite talks to implementations in other processes, and
+serving an in-process target over it gives three things at once.  It is a working
+reference implementation of the target side of the protocol (in a few dozen lines); it
+lets a Python target run isolated in its own process, with its own ``sys.path``, which is
+how mutation testing (``rx-oracle mutate``) runs a mutated copy of ``reference/`` while
+the suite keeps the pristine one for its predictions; and it exercises the exec target
+end to end against the model itself.
+
+The loop: print ``hello`` with the target's capabilities, then answer each ``run`` with
+``result``; an exception the target raises on one scenario becomes an ``error`` answer
+for that request only, and the loop goes on.  ``bye`` or the end of stdin ends it with
+status 0.  Stdout carries protocol lines and nothing else: while the target runs,
+anything it prints goes to stderr instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from typing import IO, Any
+
+from conformance.scenario import Scenario, ScenarioError, to_jsonable
+from conformance.targets.base import Target, TargetError, load_target
+from conformance.targets.exec import PROTOCOL_VERSION
+
+EXIT_OK, EXIT_ERROR = 0, 2
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``serve`` to the ``rx-oracle`` sub-commands."""
+    s: argparse.ArgumentParser = subparsers.add_parser(
+        "serve",
+        help="serve a Python target over the exec protocol on stdin/stdout",
+        description="Serve a Python target over the JSON-lines exec protocol of "
+                    "conformance/PROTOCOL.md, so that "
+                    "'rx-oracle conformance --target \"exec:rx-oracle serve --target T\"' "
+                    "checks it in a separate process.",
+    )
+    s.add_argument("--target", default="reference", metavar="TARGET",
+                   help="reference (default) or python:MODULE:OBJECT")
+    return s
+
+
+def main(args: argparse.Namespace) -> int:
+    """Load the target, then run the protocol loop on this process's stdin and stdout."""
+    spec = str(args.target)
+    if spec != "reference" and not spec.startswith("python:"):
+        print(f"rx-oracle serve: cannot serve {spec!r}: use reference or python:MODULE:OBJECT",
+              file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        target = load_target(spec)
+    except TargetError as exc:
+        print(f"rx-oracle serve: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:  # the target's own module failed while importing or building
+        print(f"rx-oracle serve: cannot load {spec}: {type(exc).__name__}: {exc}",
+              file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        serve(target, sys.stdin, sys.stdout)
+    finally:
+        target.close()
+    return EXIT_OK
+
+
+def serve(target: Target, stdin: IO[str], stdout: IO[str]) -> None:
+    """The protocol loop: hello, then one answer per request until bye or end of input."""
+    _send(stdout, {"type": "hello", "protocol": PROTOCOL_VERSION,
+                   "name": f"rx-oracle serve {target.name}",
+                   "capabilities": target.capabilities.to_json()})
+    for line in stdin:
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+        except json.JSONDecodeError as exc:
+            _send(stdout, _error(None, f"request is not JSON: {exc}"))
+            continue
+        if not isinstance(request, dict):
+            _send(stdout, _error(None, "request is not a JSON object"))
+            continue
+        kind = request.get("type")
+        if kind == "bye":
+            return
+        if kind != "run":
+            _send(stdout, _error(request.get("id"), f"unknown request type {kind!r}"))
+            continue
+        _send(stdout, answer(target, request))
+
+
+def answer(target: Target, request: dict[str, Any]) -> dict[str, Any]:
+    """The ``result`` or ``error`` message for one ``run`` request."""
+    rid = request.get("id")
+    doc = request.get("scenario")
+    if not isinstance(doc, dict):
+        return _error(rid, "run request lacks a scenario object")
+    try:
+        scenario = Scenario.from_json(doc)
+    except ScenarioError as exc:
+        return _error(rid, f"bad scenario: {exc}")
+    try:
+        # The protocol owns stdout: a target that prints must not corrupt it.
+        with contextlib.redirect_stdout(sys.stderr):
+            observables = target.run(scenario)
+    except Exception as exc:  # any failure of the target is an answer, not a crash
+        return _error(rid, f"{type(exc).__name__}: {exc}")
+    try:
+        return {"type": "result", "id": rid, "observables": _plain(observables)}
+    except (TypeError, ValueError) as exc:
+        return _error(rid, f"observables are not JSON: {exc}")
+
+
+def _plain(observables: dict[str, Any]) -> Any:
+    """Observables as JSON values; a value JSON cannot carry raises here, not mid-write."""
+    value = to_jsonable(observables)
+    json.dumps(value)
+    return value
+
+
+def _error(rid: Any, message: str) -> dict[str, Any]:
+    return {"type": "error", "id": rid, "message": message}
+
+
+def _send(stdout: IO[str], msg: dict[str, Any]) -> None:
+    stdout.write(json.dumps(msg, separators=(",", ":")) + "\n")
+    stdout.flush()
