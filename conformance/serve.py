@@ -24,7 +24,7 @@ import sys
 from typing import IO, Any
 
 from conformance.scenario import Scenario, ScenarioError, to_jsonable
-from conformance.targets.base import Target, TargetError, load_target
+from conformance.targets.base import Target, TargetError, TargetSpecError, load_target
 from conformance.targets.exec import PROTOCOL_VERSION
 
 EXIT_OK, EXIT_ERROR = 0, 2
@@ -54,12 +54,8 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     try:
         target = load_target(spec)
-    except TargetError as exc:
+    except (TargetError, TargetSpecError) as exc:  # incl. a module that fails to import
         print(f"rx-oracle serve: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except Exception as exc:  # the target's own module failed while importing or building
-        print(f"rx-oracle serve: cannot load {spec}: {type(exc).__name__}: {exc}",
-              file=sys.stderr)
         return EXIT_ERROR
     try:
         serve(target, sys.stdin, sys.stdout)

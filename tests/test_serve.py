@@ -150,7 +150,7 @@ def test_the_reference_served_over_exec_passes_the_rss_properties(tmp_path: Path
 @pytest.mark.parametrize(("spec", "message"), [
     ("exec:./whatever", "cannot serve 'exec:./whatever'"),
     ("python:no_such_module_here:Target", "cannot load python target"),
-    ("python:test_serve:BrokenTarget", "cannot load python:test_serve:BrokenTarget: "
+    ("python:test_serve:BrokenTarget", "cannot load python target 'test_serve:BrokenTarget': "
                                        "ValueError: no model today"),
 ])
 def test_a_target_that_cannot_be_served_is_one_line_and_exit_2(
