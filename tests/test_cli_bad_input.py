@@ -262,3 +262,16 @@ def test_explain_survives_any_capture_bytes(tmp_path_factory: pytest.TempPathFac
         assert code in (0, 2), err
         if code == 2:
             _one_line(err)
+
+
+@pytest.mark.rule("ERR-001")
+def test_parallel_runs_without_xdist_are_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "xdist" else real(name, *a))
+    code, err = _call(["conformance", "-n", "2"])
+    assert code == 2
+    assert _one_line(err) == ("rx-oracle: -n 2: parallel runs need pytest-xdist (pip install "
+                              "pytest-xdist, or install rx-oracle[dev])")
