@@ -98,7 +98,7 @@ def test_exec_target_fault_on_some_inputs_fails_the_rules(mode: str, kind: str) 
     start = time.monotonic()
     # A generous timeout except where a hang is the point: the machine may be busy.
     proc, doc = _run(f"{EXEC_CHILD} {mode}", *SELECTION,
-                     "--timeout", "2" if mode == "some-hang" else "20")
+                     "--timeout", "3" if mode == "some-hang" else "20")
     _assert_fault_verdict(proc, doc, kind)
     assert "ValueError" not in proc.stderr  # the reader thread never leaks a closed-file error
     assert time.monotonic() - start < 240

@@ -26,6 +26,9 @@ PROTOCOL_VERSION = 1
 _EOF = object()
 #: Each stderr line kept for messages is cut to this length; only the last lines are kept.
 _STDERR_LINE = 200
+#: Starting a program (an interpreter loading its model, say) is not answering a request:
+#: the hello may take this long even when ``--timeout`` is shorter.
+STARTUP_TIMEOUT = 30.0
 
 
 class ExecTarget:
@@ -116,7 +119,7 @@ class ExecTarget:
         assert proc.stdout is not None and proc.stderr is not None
         threading.Thread(target=self._pump, args=(proc.stdout, self._lines), daemon=True).start()
         threading.Thread(target=self._drain, args=(proc.stderr,), daemon=True).start()
-        hello = self._receive("the hello message")
+        hello = self._receive("the hello message", max(self.timeout, STARTUP_TIMEOUT))
         if hello.get("type") != "hello":
             self._kill()
             raise TargetError(f"{self.name}: first message must be hello, got {_short(hello)}")
@@ -162,13 +165,14 @@ class ExecTarget:
                 f"{self.name}: died before reading a request ({exc}){self._tail()}", "crash"
             ) from exc
 
-    def _receive(self, what: str) -> dict[str, Any]:
+    def _receive(self, what: str, timeout: float | None = None) -> dict[str, Any]:
+        wait = self.timeout if timeout is None else timeout
         try:
-            line = self._lines.get(timeout=self.timeout)
+            line = self._lines.get(timeout=wait)
         except queue.Empty:
             self._kill()
             raise TargetError(
-                f"{self.name}: no answer within {self.timeout:g}s while waiting for {what}",
+                f"{self.name}: no answer within {wait:g}s while waiting for {what}",
                 "hang",
             ) from None
         if line is _EOF:
