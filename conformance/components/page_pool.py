@@ -38,7 +38,7 @@ observables: ``events[i]``: alloc → ``{"rc": 0, "page": K}`` where K numbers p
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hypothesis import strategies as st
@@ -71,7 +71,7 @@ def _pool(scenario: Scenario) -> pp.PagePool:
     return created.pool
 
 
-def _handle(op: str, pool: pp.PagePool, pages: dict[int, pp.Page], ev: dict[str, Any],
+def _handle(op: str, pool: pp.PagePool, pages: dict[int, pp.Page], ev: Mapping[str, Any],
             trace: Trace | None) -> tuple[pp.Page, dict[str, Any]] | None:
     """A reference-taking op: the page it took a pp reference on and what the call
     returned besides (a fragment's offset and truesize), or None if it failed."""
@@ -312,10 +312,11 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     if draw(st.integers(0, 2)) == 0:  # PP-DESTROY-*: destroy with pages in flight
         events.append({"op": "destroy"})
         for _ in range(draw(st.integers(0, 3))):
-            if held and draw(st.booleans()):
-                put(held.pop(draw(st.integers(0, len(held) - 1))), direct=draw(st.booleans()))
+            if len(held) > 0 and draw(st.booleans()):
+                late = held.pop(draw(st.integers(0, len(held) - 1)))
+                put(late, direct=draw(st.booleans()))
             events.append({"op": "release_retry"})
-        while held and draw(st.booleans()):
+        while len(held) > 0 and draw(st.booleans()):
             put(held.pop())
         events.append({"op": "release_retry"})
     return Scenario(component="page_pool", config=config, events=tuple(events),
