@@ -310,8 +310,10 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
                 return ("FEC-TX-001",)
             if index < len(origins):
                 return tuple(origins[index])
-        if path == "rx_ring":
-            return (str(blame["rx_ring"]),)
+        if path == "rx_ring":  # the writer's rule, then the descriptor layout
+            layout = (("FEC-BD-002", "FEC-BD-004") if scenario.config.get("bufdesc_ex")
+                      else ("FEC-BD-001",))
+            return (str(blame["rx_ring"]), *layout, "FEC-BD-003", "FEC-BD-006")
         if closed and (path.startswith("page_pool.") or path.startswith("ethtool.rx_xdp_")):
             return ("FEC-RX-016",)
         if "stack_free" in ops and path.startswith("ethtool.rx_pp_recycle_"):

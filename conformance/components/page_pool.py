@@ -181,11 +181,11 @@ _STAT_RULES = {
     "rx_pp_alloc_slow": ("PP-ALLOC-004",),
     "rx_pp_alloc_empty": ("PP-ALLOC-002",),
     "rx_pp_alloc_refill": ("PP-ALLOC-003",),
-    "rx_pp_alloc_waive": ("PP-NUMA-001",),
+    "rx_pp_alloc_waive": ("PP-NUMA-001", "PP-NUMA-005"),
     "rx_pp_recycle_cached": ("PP-RECYCLE-004",),
     "rx_pp_recycle_cache_full": ("PP-RECYCLE-005",),
     "rx_pp_recycle_ring": ("PP-RECYCLE-006",),
-    "rx_pp_recycle_ring_full": ("PP-RECYCLE-006",),
+    "rx_pp_recycle_ring_full": ("PP-RECYCLE-006", "PP-RING-001", "PP-RING-002"),
     "rx_pp_recycle_released_ref": ("PP-RECYCLE-003",),
 }
 
@@ -197,7 +197,7 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
 
     def rules(path: str) -> tuple[str, ...]:
         if path.startswith("stats."):
-            return _STAT_RULES.get(path.removeprefix("stats."), ("PP-STATS-001",))
+            return _STAT_RULES.get(path.removeprefix("stats."), ("PP-STATS-001", "PP-STATS-003"))
         if path.startswith("events["):
             index = int(path.removeprefix("events[").partition("]")[0])
             if index < len(traces):
@@ -230,11 +230,12 @@ COMPONENT = Component(
         ("stats.*", ("PP-STATS-001",)),
         ("inflight", ("PP-DESTROY-004",)),
         ("pages.*", ("PP-LEDGER-001", "PP-LEDGER-002")),
-        ("pp_ref_count.*", ("PP-RECYCLE-001", "PP-RECYCLE-011")),
-        ("dma.maps", ("PP-DMA-002",)),
-        ("dma.unmaps", ("PP-DMA-004",)),
+        ("pp_ref_count.*", ("PP-RECYCLE-001", "PP-RECYCLE-011", "PP-PAGE-001")),
+        ("dma.maps", ("PP-ALLOC-005", "PP-DMA-002")),
+        ("dma.unmaps", ("PP-DMA-004", "PP-RECYCLE-007")),
+        ("dma.syncs_for_device", ("PP-DMA-001", "PP-DMA-002", "PP-DMA-003")),
         ("dma.*", ("PP-DMA-001",)),
-        ("state", ("PP-DESTROY-003",)),
+        ("state", ("PP-DESTROY-003", "PP-DESTROY-001")),
         ("warnings", ("PP-DESTROY-007", "PP-DESTROY-008", "PP-FRAG-001")),
     ),
 )
