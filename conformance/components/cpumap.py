@@ -146,6 +146,8 @@ FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("stats.*", ("CPUMAP-SIM-004",)),
     ("pool.*", ("CPUMAP-SIM-004",)),
     ("ledger.*", ("CPUMAP-SIM-002",)),
+    ("counts.received", ("CPUMAP-SIM-001",)),
+    ("counts.rx_alloc_failures", ("CPUMAP-SIM-001",)),
     ("counts.*", ("CPUMAP-FATE-001",)),
 )
 

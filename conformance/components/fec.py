@@ -18,7 +18,10 @@ events:  optional; default: ``rx`` (every frame), ``napi``, ``tx_done``, ``napi`
 observables: ``packets`` (one per RX descriptor the driver consumed), ``tx_completions``,
          ``wire`` (frames the MAC sent), ``xdp_xmit`` (frames each ndo call queued),
          ``counters`` (ndev->stats), ``ethtool`` (XDP and page_pool strings),
-         ``page_pool``, ``conservation``, ``ops``, ``rx_ring`` (the ring bytes at the end).
+         ``page_pool``, ``conservation``, ``ops``, ``rx_ring`` (the ring bytes at the end),
+         ``dma``: fec's own syncs for the CPU and for the device as ``[offset in page,
+         length]`` in call order, its TX unmaps, and the pool's maps, unmaps and syncs for
+         the device (``[offset in page, length]``).
 """
 
 from __future__ import annotations

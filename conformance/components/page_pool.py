@@ -185,7 +185,8 @@ _STAT_RULES = {
     "rx_pp_recycle_cached": ("PP-RECYCLE-004",),
     "rx_pp_recycle_cache_full": ("PP-RECYCLE-005",),
     "rx_pp_recycle_ring": ("PP-RECYCLE-006",),
-    "rx_pp_recycle_ring_full": ("PP-RECYCLE-006", "PP-RING-001", "PP-RING-002"),
+    "rx_pp_recycle_ring_full": ("PP-RECYCLE-006", "PP-RING-001", "PP-RING-002",
+                                "PP-INIT-002"),
     "rx_pp_recycle_released_ref": ("PP-RECYCLE-003",),
 }
 
@@ -230,12 +231,12 @@ COMPONENT = Component(
         ("stats.*", ("PP-STATS-001",)),
         ("inflight", ("PP-DESTROY-004",)),
         ("pages.*", ("PP-LEDGER-001", "PP-LEDGER-002")),
-        ("pp_ref_count.*", ("PP-RECYCLE-001", "PP-RECYCLE-011", "PP-PAGE-001")),
+        ("pp_ref_count.*", ("PP-RECYCLE-001", "PP-RECYCLE-011", "PP-PAGE-001", "PP-FRAG-007")),
         ("dma.maps", ("PP-ALLOC-005", "PP-DMA-002")),
         ("dma.unmaps", ("PP-DMA-004", "PP-RECYCLE-007")),
         ("dma.syncs_for_device", ("PP-DMA-001", "PP-DMA-002", "PP-DMA-003")),
         ("dma.*", ("PP-DMA-001",)),
-        ("state", ("PP-DESTROY-003", "PP-DESTROY-001")),
+        ("state", ("PP-DESTROY-003", "PP-DESTROY-001", "PP-INIT-006")),
         ("warnings", ("PP-DESTROY-007", "PP-DESTROY-008", "PP-FRAG-001")),
     ),
 )
