@@ -262,8 +262,10 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     # SKB-BUILD-001: lengths at the engine's bounds and in between.
     config["frame_len"] = draw(st.sampled_from([60, 61, 64, 128, 1499, 1500])
                                | st.integers(60, 1500))
-    if draw(st.integers(0, 2)) == 0:  # CPUMAP-KT-002: a program on the entry
-        config["second_prog"] = draw(op_lists(kfuncs=False))
+    if draw(st.booleans()):  # CPUMAP-KT-002: a program on the entry, every verdict
+        ops = [op for op in draw(op_lists(kfuncs=False)) if op["op"] != "return"]
+        action = draw(st.sampled_from([0, 1, 2, 3, 4, 5, 2**32 - 1]))
+        config["second_prog"] = [*ops, {"op": "return", "action": action}]
     if draw(st.integers(0, 3)) == 0:  # CPUMAP-KT-003: skb heads that cannot be allocated
         config["skb_alloc_fail"] = draw(st.integers(1, 10))
     load = draw(st.integers(1, 40))  # packets per poll

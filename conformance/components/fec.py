@@ -444,7 +444,8 @@ def scenarios(draw: st.DrawFn, *, drops: bool = False) -> Scenario:
         events += [{"op": "restart"}, {"op": "rx", "frames": list(range(first, len(frames)))},
                    {"op": "napi"}, {"op": "tx_done", "status": status}, {"op": "napi"},
                    {"op": "stack_free"}, {"op": "close"}]
-    elif kind == "partial":  # FEC-DEV-003/005: descriptors the MAC wrote, NAPI did not take
+    elif kind == "partial":  # FEC-DEV-005: descriptors the MAC wrote, NAPI did not take
+        config["bufdesc_ex"] = True  # their enhanced words are visible in ``rx_ring``
         events = [{"op": "rx"}, {"op": "napi", "budget": draw(st.integers(0, 1))}]
     return Scenario(component="fec", config=config, frames=tuple(frames),
                     events=tuple(events), program=program,

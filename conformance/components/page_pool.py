@@ -278,7 +278,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     for _ in range(draw(st.integers(1, 60))):
         kind = draw(st.sampled_from(["alloc", "alloc", "alloc", "put", "put", "put", "burst",
                                      "get_page", "fail", "nid", "frag", "frag", "ref",
-                                     "special"]))
+                                     "special", "ring"]))
         if kind == "alloc":
             held.append(len(events))
             events.append({"op": "alloc"})
@@ -289,6 +289,14 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             direct = draw(st.booleans())
             events.extend({"op": "put", "alloc": start + j, "sync": -1, "direct": direct}
                           for j in range(n))
+        elif kind == "ring":  # PP-RING-001/002: fill the ring, drain part of it, refill it
+            size = int(config["params"]["pool_size"]) or 1024
+            for n in (min(size, 256) + draw(st.sampled_from([0, 8, 70])),
+                      draw(st.sampled_from([1, 63, 64, 65, 70]))):
+                start = len(events)
+                events.extend({"op": "alloc"} for _ in range(n))
+                events.extend({"op": "put", "alloc": start + j, "sync": -1, "direct": False,
+                               "softirq": False} for j in range(n))
         elif kind == "put" and held:
             put(held.pop(draw(st.integers(0, len(held) - 1))))
         elif kind == "get_page" and held:
