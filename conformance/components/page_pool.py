@@ -11,8 +11,9 @@ events:  ``{"op": "alloc"}``, ``{"op": "put", "alloc": EVENT_INDEX, "sync": int 
          takes a page reference, so the page is no longer recyclable),
          ``{"op": "fail_allocs", "count": int}`` (the page allocator fails the next
          requests), ``{"op": "update_nid", "nid": int}``,
-         ``{"op": "alloc_frag", "size": int, "truesize": bool}`` (``page_pool_alloc_frag``,
-         or ``page_pool_alloc`` with ``truesize``: one pp reference per fragment),
+         ``{"op": "alloc_frag", "size": int, "truesize": bool}`` (``page_pool_dev_alloc_frag``,
+         or ``page_pool_dev_alloc`` with ``truesize``, as drivers call them: one pp
+         reference per fragment),
          ``{"op": "ref_page", "alloc": EVENT_INDEX}`` (``page_pool_ref_page``: one more pp
          reference, returned by a ``put`` naming this event), ``{"op": "pfmemalloc",
          "count": int}`` (the next pages the allocator makes come from the emergency
@@ -46,7 +47,7 @@ from hypothesis import strategies as st
 from conformance.components import Component
 from conformance.scenario import Scenario
 from reference import page_pool as pp
-from reference.page_pool.frag import page_pool_alloc, page_pool_alloc_frag
+from reference.page_pool.frag import page_pool_dev_alloc, page_pool_dev_alloc_frag
 from reference.page_pool.stats import ethtool_stats
 from reference.trace import Trace
 
@@ -85,9 +86,9 @@ def _handle(op: str, pool: pp.PagePool, pages: dict[int, pp.Page], ev: Mapping[s
         return page, {}
     size = int(ev["size"])
     if ev.get("truesize"):
-        got = page_pool_alloc(pool, size, ctx, trace)
+        got = page_pool_dev_alloc(pool, size, ctx, trace)
         return None if got is None else (got[0], {"offset": got[1], "truesize": got[2]})
-    frag = page_pool_alloc_frag(pool, size, ctx, trace)
+    frag = page_pool_dev_alloc_frag(pool, size, ctx, trace)
     return None if frag is None else (frag[0], {"offset": frag[1]})
 
 
