@@ -10,7 +10,9 @@ config:  ``cpu_a`` (0), ``cpu_b`` (1), ``qsize`` (cpumap entry ring), ``pool_siz
          head allocations fail).
 events:  the schedule: ``{"op": "rx", "n": N}`` (one NAPI poll on CPU A receiving N
          packets, all redirected), ``{"op": "kthread", "n": K}`` (K kthread iterations on
-         CPU B), ``{"op": "free", "n": N}`` (the stack frees the N oldest skbs).
+         CPU B), ``{"op": "free", "n": N}`` (the stack frees the N oldest skbs),
+         ``{"op": "fail_allocs", "n": N}`` (the page allocator fails the next N requests:
+         RX finds no page).
 observables: ``packets[i]``: ``fate`` (bulk, ring, gro, stack, freed, dropped:REASON),
          ``pp_recycle`` (the skb's mark, null without an skb), ``free_path`` (page_pool or
          put_page for the head page of a freed skb, else null), ``skb`` (null without
@@ -67,6 +69,9 @@ def simulate(scenario: Scenario, trace: Trace | None = None,
     sim = CpumapSim(config_of(scenario), trace)
     sim.entry.skb_alloc_fail_next = int(scenario.config.get("skb_alloc_fail", 0))
     for step in schedule_of(scenario):
+        if step[0] == "fail_allocs":  # the page allocator fails the next N requests
+            sim.allocator.fail(step[1])
+            continue
         sim.run([step])
         if skbs is not None:
             for index, skb in sim._skb_of.items():
@@ -272,6 +277,8 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     ratio = draw(st.sampled_from([0, 1, 2, 4]))  # kthread iterations per poll
     events: list[dict[str, Any]] = []
     for _ in range(draw(st.integers(1, 12))):
+        if draw(st.integers(0, 5)) == 0:  # CPUMAP-SIM-001: RX finds no page
+            events.append({"op": "fail_allocs", "n": draw(st.integers(1, 3))})
         events.append({"op": "rx", "n": draw(st.integers(0, load))})
         if ratio:
             events.append({"op": "kthread", "n": draw(st.integers(0, ratio))})
