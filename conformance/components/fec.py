@@ -408,7 +408,7 @@ def scenarios(draw: st.DrawFn, *, drops: bool = False) -> Scenario:
     if draw(st.integers(0, 3)) == 0:
         config["redirect_ok"] = True  # FEC-XDP-006: the redirect finds a target
     kind = draw(st.sampled_from(["default", "default", "refill", "ndo", "restart", "budget0",
-                                 "close_tx", "budget0_tx", "restart_more", "partial", "vlan"]))
+                                 "close_tx", "budget0_tx", "restart_more", "partial"]))
     if kind in ("close_tx", "budget0_tx", "restart_more") and draw(st.booleans()):
         program = ({"op": "return", "action": 3},)  # XDP_TX: frames in flight on TX
     status = draw(_TX_STATUS)
@@ -446,15 +446,17 @@ def scenarios(draw: st.DrawFn, *, drops: bool = False) -> Scenario:
         events += [{"op": "restart"}, {"op": "rx", "frames": list(range(first, len(frames)))},
                    {"op": "napi"}, {"op": "tx_done", "status": status}, {"op": "napi"},
                    {"op": "stack_free"}, {"op": "close"}]
-    elif kind == "vlan":  # FEC-DEV-006, FEC-RX-009: 802.1Q tags, PCP and DEI bits set
+    elif kind == "partial":  # FEC-DEV-005: descriptors the MAC wrote, NAPI did not take
+        config["bufdesc_ex"] = True  # their enhanced words are visible in ``rx_ring``
+        events = [{"op": "rx"}, {"op": "napi", "budget": draw(st.integers(0, 1))}]
+    if draw(st.integers(0, 3)) == 0:  # FEC-DEV-006, FEC-RX-009: 802.1Q, PCP and DEI set
         config.update(bufdesc_ex=True, vlan_rx=True)
         tcis = draw(st.lists(st.integers(0, 0xFFFF) | st.sampled_from([0xE001, 0x1FFF, 0xFFFF]),
                              min_size=len(frames), max_size=len(frames)))
         frames = [f[:12] + b"\x81\x00" + tci.to_bytes(2, "big") + f[12:]
                   for f, tci in zip(frames, tcis, strict=True)]
-    elif kind == "partial":  # FEC-DEV-005: descriptors the MAC wrote, NAPI did not take
-        config["bufdesc_ex"] = True  # their enhanced words are visible in ``rx_ring``
-        events = [{"op": "rx"}, {"op": "napi", "budget": draw(st.integers(0, 1))}]
+        if draw(st.booleans()):
+            program = None  # no program: every frame reaches the stack as an skb
     return Scenario(component="fec", config=config, frames=tuple(frames),
                     events=tuple(events), program=program,
                     rules=("FEC-RX-005", "FEC-XDP-002", "FEC-XDP-005", "FEC-RX-015"))
