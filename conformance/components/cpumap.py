@@ -17,8 +17,9 @@ observables: ``packets[i]``: ``fate`` (bulk, ring, gro, stack, freed, dropped:RE
          ``pp_recycle`` (the skb's mark, null without an skb), ``free_path`` (page_pool or
          put_page for the head page of a freed skb, else null), ``skb`` (null without
          one: ``len``, ``data_len``, ``truesize``, ``headroom`` from the buffer start,
-         ``meta_len``, ``protocol``, ``data``: the sha256 of the linear bytes, first 16 hex
-         digits); ``direct``: alloc-cache
+         ``meta_len``, ``protocol``, ``dev`` (the ifindex the frame arrived on),
+         ``data``: the sha256 of the linear bytes, first 16 hex digits); ``direct``:
+         alloc-cache
          pushes by CPU (source_cpu, destination_cpu, other); ``cpumap``: tracepoint sums
          (the kthread's with the second program's pass/drop/redirect counts) and GRO
          flushes; ``stats``: the source pool's ``rx_pp_*`` counters; ``pool``:
@@ -87,7 +88,8 @@ def _skb_obs(skb: SkBuff | None) -> dict[str, Any] | None:
     linear = bytes(skb.head.data[skb.data : skb.data + skb.len - skb.data_len])
     return {"len": skb.len, "data_len": skb.data_len, "truesize": skb.truesize,
             "headroom": skb.data - skb.head_start, "meta_len": skb.meta_len,
-            "protocol": skb.protocol, "data": hashlib.sha256(linear).hexdigest()[:16]}
+            "protocol": skb.protocol, "dev": skb.dev,
+            "data": hashlib.sha256(linear).hexdigest()[:16]}
 
 
 def observe(sim: CpumapSim, skbs: dict[int, dict[str, Any] | None] | None = None
@@ -140,6 +142,7 @@ FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("packets[*].pp_recycle", ("SKB-BUILD-003",)),
     ("packets[*].free_path", ("SKB-FREE-001", "SKB-FREE-002")),
     ("packets[*].skb.protocol", ("SKB-BUILD-002",)),
+    ("packets[*].skb.dev", ("CPUMAP-ENQ-001", "SKB-BUILD-002")),
     ("packets[*].skb*", ("SKB-BUILD-001",)),
     ("direct.destination_cpu", ("CPUMAP-KT-006", "CPUMAP-SIM-003")),
     ("direct.*", ("CPUMAP-SIM-003",)),
