@@ -144,7 +144,6 @@ FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("packets[*].skb.protocol", ("SKB-BUILD-002",)),
     ("packets[*].skb.dev", ("CPUMAP-ENQ-001", "SKB-BUILD-002")),
     ("packets[*].skb*", ("SKB-BUILD-001",)),
-    ("direct.destination_cpu", ("CPUMAP-KT-006", "CPUMAP-SIM-003")),
     ("direct.*", ("CPUMAP-SIM-003",)),
     ("cpumap.enqueue.*", ("CPUMAP-ENQ-003",)),
     ("cpumap.kthread.xdp_*", ("CPUMAP-KT-002",)),
