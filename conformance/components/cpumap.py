@@ -5,30 +5,41 @@ config:  ``cpu_a`` (0), ``cpu_b`` (1), ``qsize`` (cpumap entry ring), ``pool_siz
          source page_pool's ptr_ring), ``mem_type`` (2 page_pool, 1 order-0),
          ``pre_v6_4`` (kernel before "xdp: recycle Page Pool backed skbs built from XDP
          frames"), ``free_cpu`` (CPU the stack frees skbs on; absent: CPU B),
-         ``frame_len``.
+         ``frame_len``, ``second_prog`` (an op list, as ``program``: the entry's own
+         XDP program, run by the kthread), ``skb_alloc_fail`` (the kthread's next N skb
+         head allocations fail).
 events:  the schedule: ``{"op": "rx", "n": N}`` (one NAPI poll on CPU A receiving N
          packets, all redirected), ``{"op": "kthread", "n": K}`` (K kthread iterations on
-         CPU B), ``{"op": "free", "n": N}`` (the stack frees the N oldest skbs).
+         CPU B), ``{"op": "free", "n": N}`` (the stack frees the N oldest skbs),
+         ``{"op": "fail_allocs", "n": N}`` (the page allocator fails the next N requests:
+         RX finds no page).
 observables: ``packets[i]``: ``fate`` (bulk, ring, gro, stack, freed, dropped:REASON),
          ``pp_recycle`` (the skb's mark, null without an skb), ``free_path`` (page_pool or
-         put_page for the head page of a freed skb, else null); ``direct``: alloc-cache
+         put_page for the head page of a freed skb, else null), ``skb`` (null without
+         one: ``len``, ``data_len``, ``truesize``, ``headroom`` from the buffer start,
+         ``meta_len``, ``protocol``, ``dev`` (the ifindex the frame arrived on),
+         ``data``: the sha256 of the linear bytes, first 16 hex digits); ``direct``:
+         alloc-cache
          pushes by CPU (source_cpu, destination_cpu, other); ``cpumap``: tracepoint sums
-         and GRO flushes; ``stats``: the source pool's ``rx_pp_*`` counters; ``pool``:
+         (the kthread's with the second program's pass/drop/redirect counts) and GRO
+         flushes; ``stats``: the source pool's ``rx_pp_*`` counters; ``pool``:
          hold/release/inflight; ``ledger``: steps checked and problems found; ``counts``.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
 
 from conformance.components import Component
+from conformance.components.xdp import op_lists
 from conformance.scenario import Scenario
 from reference.cpumap_sim import CpumapSim, SimConfig
 from reference.page_pool.stats import ethtool_stats
-from reference.skb import pp_page_of
+from reference.skb import SkBuff, pp_page_of
 from reference.trace import Trace
 from reference.xdp.mem import MemType
 
@@ -43,6 +54,8 @@ def config_of(scenario: Scenario) -> SimConfig:
         pre_v6_4=bool(cfg.get("pre_v6_4", False)),
         free_cpu=None if free_cpu is None else int(free_cpu),
         frame_len=int(cfg.get("frame_len", 64)),
+        second_prog=None if cfg.get("second_prog") is None
+        else tuple(dict(op) for op in cfg["second_prog"]),
     )
 
 
@@ -50,21 +63,47 @@ def schedule_of(scenario: Scenario) -> list[tuple[str, int]]:
     return [(str(ev["op"]), int(ev["n"])) for ev in scenario.events]
 
 
-def simulate(scenario: Scenario, trace: Trace | None = None) -> CpumapSim:
+def simulate(scenario: Scenario, trace: Trace | None = None,
+             skbs: dict[int, dict[str, Any] | None] | None = None) -> CpumapSim:
+    """Run the schedule; with ``skbs``, record each skb as the kthread built it (before
+    its page is freed and reused), by packet index."""
     sim = CpumapSim(config_of(scenario), trace)
-    sim.run(schedule_of(scenario))
+    sim.entry.skb_alloc_fail_next = int(scenario.config.get("skb_alloc_fail", 0))
+    for step in schedule_of(scenario):
+        if step[0] == "fail_allocs":  # the page allocator fails the next N requests
+            sim.allocator.fail(step[1])
+            continue
+        sim.run([step])
+        if skbs is not None:
+            for index, skb in sim._skb_of.items():
+                if index not in skbs:
+                    skbs[index] = _skb_obs(skb)
     return sim
 
 
-def observe(sim: CpumapSim) -> dict[str, Any]:
-    """The observables of a finished run (see the module docstring)."""
+def _skb_obs(skb: SkBuff | None) -> dict[str, Any] | None:
+    """What a developer sees of an skb the kthread built (SKB-BUILD-001/002)."""
+    if skb is None:
+        return None
+    linear = bytes(skb.head.data[skb.data : skb.data + skb.len - skb.data_len])
+    return {"len": skb.len, "data_len": skb.data_len, "truesize": skb.truesize,
+            "headroom": skb.data - skb.head_start, "meta_len": skb.meta_len,
+            "protocol": skb.protocol, "dev": skb.dev,
+            "data": hashlib.sha256(linear).hexdigest()[:16]}
+
+
+def observe(sim: CpumapSim, skbs: dict[int, dict[str, Any] | None] | None = None
+            ) -> dict[str, Any]:
+    """The observables of a finished run (see the module docstring); ``skbs`` as
+    :func:`simulate` recorded them."""
     fates = sim.fates()
     packets = []
     for i, fate in enumerate(fates):
         skb = sim._skb_of.get(i)
         head = sim.head_free.get(i)
         packets.append({"fate": fate, "pp_recycle": None if skb is None else skb.pp_recycle,
-                        "free_path": None if head is None else head.path.value})
+                        "free_path": None if head is None else head.path.value,
+                        "skb": (skbs or {}).get(i)})
     enq = sim.cpumap.enqueue_traces
     kt = sim.cpumap.kthread_traces
     pool = sim.pool
@@ -76,7 +115,10 @@ def observe(sim: CpumapSim) -> dict[str, Any]:
                         "drops": sum(t.drops for t in enq)},
             "kthread": {"processed": sum(t.processed for t in kt),
                         "drops": sum(t.drops for t in kt),
-                        "sched": sum(t.sched for t in kt)},
+                        "sched": sum(t.sched for t in kt),
+                        "xdp_pass": sum(t.xdp_pass for t in kt),
+                        "xdp_drop": sum(t.xdp_drop for t in kt),
+                        "xdp_redirect": sum(t.xdp_redirect for t in kt)},
             "gro_flushes": sim.entry.gro_flushes,
         },
         "stats": ethtool_stats(pool.stats()),
@@ -91,20 +133,28 @@ def observe(sim: CpumapSim) -> dict[str, Any]:
 
 
 def expected(scenario: Scenario) -> dict[str, Any]:
-    return observe(simulate(scenario))
+    skbs: dict[int, dict[str, Any] | None] = {}
+    return observe(simulate(scenario, skbs=skbs), skbs)
 
 
 FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("packets[*].fate", ("CPUMAP-FATE-001",)),
     ("packets[*].pp_recycle", ("SKB-BUILD-003",)),
     ("packets[*].free_path", ("SKB-FREE-001", "SKB-FREE-002")),
+    ("packets[*].skb.protocol", ("SKB-BUILD-002",)),
+    ("packets[*].skb.dev", ("CPUMAP-ENQ-001", "SKB-BUILD-002")),
+    ("packets[*].skb*", ("SKB-BUILD-001",)),
     ("direct.*", ("CPUMAP-SIM-003",)),
     ("cpumap.enqueue.*", ("CPUMAP-ENQ-003",)),
+    ("cpumap.kthread.xdp_*", ("CPUMAP-KT-002",)),
     ("cpumap.kthread.*", ("CPUMAP-KT-005",)),
     ("cpumap.gro_flushes", ("CPUMAP-KT-004",)),
+    ("stats.rx_pp_recycle_*", ("CPUMAP-SIM-004", "SKB-FREE-004")),
     ("stats.*", ("CPUMAP-SIM-004",)),
     ("pool.*", ("CPUMAP-SIM-004",)),
     ("ledger.*", ("CPUMAP-SIM-002",)),
+    ("counts.received", ("CPUMAP-SIM-001",)),
+    ("counts.rx_alloc_failures", ("CPUMAP-SIM-001",)),
     ("counts.*", ("CPUMAP-FATE-001",)),
 )
 
@@ -120,14 +170,30 @@ def applied(scenario: Scenario) -> set[str]:
     return set(trace.rules()) | ALWAYS_APPLIED
 
 
+#: A packet's fate is decided by the rule of the place the reference left it in.
+_FATE_RULES = {"bulk": ("CPUMAP-ENQ-001", "CPUMAP-ENQ-004"), "ring": ("CPUMAP-KT-001",),
+               "gro": ("CPUMAP-KT-004",), "stack": ("CPUMAP-KT-004",),
+               "freed": ("SKB-FREE-003",), "dropped:ring_full": ("CPUMAP-ENQ-002",),
+               "dropped:kmem_alloc": ("CPUMAP-KT-003",)}
+
+
 def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
-    """The recycle mark of a pre-v6.4 page_pool run is governed by the release rule."""
+    """Blame from the reference's own run: a packet's fate by where the reference left it
+    (the bulk queue, the ring, GRO, a drop and its reason); the recycle mark of a
+    pre-v6.4 page_pool run by the release rule."""
     cfg = config_of(scenario)
     pre = cfg.pre_v6_4 and cfg.mem_type == MemType.MEM_TYPE_PAGE_POOL
+    fates = simulate(scenario).fates()
 
     def rules(path: str) -> tuple[str, ...]:
         if pre and path.startswith("packets[") and path.endswith(".pp_recycle"):
             return ("SKB-BUILD-004",)
+        if path.startswith("packets[") and path.endswith("].fate"):
+            index = int(path.removeprefix("packets[").partition("]")[0])
+            if index < len(fates):
+                fate = fates[index]
+                return _FATE_RULES.get(fate, ("CPUMAP-KT-002",) if fate.startswith(
+                    "dropped:prog") else ())
         return ()
 
     return rules
@@ -200,10 +266,21 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     }
     if draw(st.integers(0, 3)) == 0:
         config["free_cpu"] = 0  # the stack frees on the source CPU (the pool's NAPI CPU)
+    # SKB-BUILD-001: lengths at the engine's bounds and in between.
+    config["frame_len"] = draw(st.sampled_from([60, 61, 64, 128, 1499, 1500])
+                               | st.integers(60, 1500))
+    if draw(st.booleans()):  # CPUMAP-KT-002: a program on the entry, every verdict
+        ops = [op for op in draw(op_lists(kfuncs=False)) if op["op"] != "return"]
+        action = draw(st.sampled_from([0, 1, 2, 3, 4, 5, 2**32 - 1]))
+        config["second_prog"] = [*ops, {"op": "return", "action": action}]
+    if draw(st.integers(0, 3)) == 0:  # CPUMAP-KT-003: skb heads that cannot be allocated
+        config["skb_alloc_fail"] = draw(st.integers(1, 10))
     load = draw(st.integers(1, 40))  # packets per poll
     ratio = draw(st.sampled_from([0, 1, 2, 4]))  # kthread iterations per poll
     events: list[dict[str, Any]] = []
     for _ in range(draw(st.integers(1, 12))):
+        if draw(st.integers(0, 5)) == 0:  # CPUMAP-SIM-001: RX finds no page
+            events.append({"op": "fail_allocs", "n": draw(st.integers(1, 3))})
         events.append({"op": "rx", "n": draw(st.integers(0, load))})
         if ratio:
             events.append({"op": "kthread", "n": draw(st.integers(0, ratio))})

@@ -18,7 +18,10 @@ events:  optional; default: ``rx`` (every frame), ``napi``, ``tx_done``, ``napi`
 observables: ``packets`` (one per RX descriptor the driver consumed), ``tx_completions``,
          ``wire`` (frames the MAC sent), ``xdp_xmit`` (frames each ndo call queued),
          ``counters`` (ndev->stats), ``ethtool`` (XDP and page_pool strings),
-         ``page_pool``, ``conservation``, ``ops``, ``rx_ring`` (the ring bytes at the end).
+         ``page_pool``, ``conservation``, ``ops``, ``rx_ring`` (the ring bytes at the end),
+         ``dma``: fec's own syncs for the CPU and for the device as ``[offset in page,
+         length]`` in call order, its TX unmaps, and the pool's maps, unmaps and syncs for
+         the device (``[offset in page, length]``).
 """
 
 from __future__ import annotations
@@ -35,7 +38,16 @@ from conformance.strategies.frames import ethernet_frames
 from reference import page_pool as pp
 from reference.errors import InvalidConfig
 from reference.fec import device, rx, tx
-from reference.fec.bufdesc import rx_sc_names
+from reference.fec.bufdesc import (
+    BD_ENET_TX_CSL,
+    BD_ENET_TX_DEF,
+    BD_ENET_TX_HB,
+    BD_ENET_TX_LC,
+    BD_ENET_TX_RL,
+    BD_ENET_TX_STATS,
+    BD_ENET_TX_UN,
+    rx_sc_names,
+)
 from reference.fec.counters import ethtool_xdp_and_pp
 from reference.fec.state import FecConfig, Fep, TxBufType
 from reference.page_pool.stats import PagePoolStats
@@ -49,6 +61,9 @@ DEFAULT_EVENTS: tuple[Mapping[str, Any], ...] = (
     {"op": "rx"}, {"op": "napi"}, {"op": "tx_done"}, {"op": "napi"}, {"op": "stack_free"},
 )
 _DRIVER_KEYS = {"budget", "faults", "page_alloc_bulk"}
+#: DMA addresses are reported as offsets into their page (the bus address of a page is
+#: the model's own convention; the offset and length are what fec chose).
+_PAGE_MASK = 4096 - 1
 
 
 def config_of(scenario: Scenario) -> FecConfig:
@@ -108,8 +123,19 @@ def _ndo_frames(fep: Fep, frames: list[bytes]) -> list[Any]:
     return out
 
 
-def run(scenario: Scenario, trace: Trace | None = None) -> dict[str, Any]:
+def _rules_since(trace: Trace | None, start: int) -> set[str]:
+    return {e.rule for i, e in enumerate(trace or ()) if i >= start}
+
+
+def run(scenario: Scenario, trace: Trace | None = None,
+        blame: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The observables; with ``blame`` (and a ``trace``), also which rule decided each TX
+    completion (``blame["completions"]``) and the last write of the RX ring
+    (``blame["rx_ring"]``), from the events and the reference's own trace."""
     cfg = config_of(scenario)
+    origins: list[tuple[str, ...]] = []
+    ring_rule = "FEC-RX-001"  # fec_enet_open armed every slot
+    tx_held = False  # a budget-0 poll left XDP buffers for a later one (FEC-TX-006)
     budget_default = int(scenario.config.get("budget", 64))
     faults = {int(k): frozenset(v) for k, v in dict(scenario.config.get("faults", {})).items()}
     allocator = pp.PageAllocator(pp.ARM64_4K)
@@ -130,6 +156,7 @@ def run(scenario: Scenario, trace: Trace | None = None) -> dict[str, Any]:
     received = 0
     for ev in scenario.events or DEFAULT_EVENTS:
         op = ev["op"]
+        mark = len(trace) if trace is not None else 0
         if op == "rx":
             which = ev.get("frames")
             indices = list(range(received, len(scenario.frames))) if which is None else which
@@ -139,11 +166,15 @@ def run(scenario: Scenario, trace: Trace | None = None) -> dict[str, Any]:
                 for s in w.slots:
                     slot_frame[s] = int(i)
             received = max([received, *[int(i) + 1 for i in indices]])
+            ring_rule = "FEC-DEV-005" if indices else ring_rule
         elif op == "napi":
             recs, done = rx.napi_poll(fep, int(ev.get("budget", budget_default)), program_for,
                                       trace)
             packets += [_packet_obs(r, slot_frame.pop(r.slot, None)) for r in recs]
             completions += [_completion(c) for c in done]
+            origins += [("FEC-TX-006", "FEC-TX-005") if tx_held else ("FEC-TX-005",)] * len(done)
+            tx_held = "FEC-TX-006" in _rules_since(trace, mark) or (tx_held and not done)
+            ring_rule = "FEC-RX-003" if recs else ring_rule
         elif op == "tx_done":
             count = ev.get("count")
             for q in range(len(fep.txqs)):
@@ -158,14 +189,24 @@ def run(scenario: Scenario, trace: Trace | None = None) -> dict[str, Any]:
         elif op == "stack_free":
             rx.stack_free(fep, trace)
         elif op == "restart":
-            completions += [_completion(c) for c in rx.fec_restart(fep, trace)]
+            done = rx.fec_restart(fep, trace)
+            completions += [_completion(c) for c in done]
+            origins += [("FEC-TX-007",)] * len(done)
+            ring_rule, tx_held = "FEC-RX-013", False
         elif op == "close":
-            completions += [_completion(c) for c in rx.fec_enet_close(fep, trace)]
+            done = rx.fec_enet_close(fep, trace)
+            completions += [_completion(c) for c in done]
+            origins += [("FEC-TX-007",)] * len(done)
             break
         else:
             raise InvalidConfig("unknown fec event", field="events.op", value=op,
                                 rule="FEC-RX-001")
+    if blame is not None:
+        blame["completions"] = origins
+        blame["rx_ring"] = ring_rule
     pool = fep.rxq.pool
+    dev = pool.dev
+    assert dev is not None
     stats = PagePoolStats()
     pool.get_stats(stats)
     return {
@@ -182,6 +223,12 @@ def run(scenario: Scenario, trace: Trace | None = None) -> dict[str, Any]:
         "ops": {"xdp_frame_conversions": fep.ops.xdp_frame_conversions,
                 "dma_syncs_for_cpu": len(fep.syncs.for_cpu),
                 "dma_syncs_for_device": len(fep.syncs.for_device)},
+        "dma": {"for_cpu": [[addr & _PAGE_MASK, n] for addr, n in fep.syncs.for_cpu],
+                "for_device": [[addr & _PAGE_MASK, n] for addr, n in fep.syncs.for_device],
+                "unmaps": fep.syncs.unmaps,
+                "pool": {"maps": dev.maps, "unmaps": dev.unmaps,
+                         "syncs_for_device": [[s.addr & _PAGE_MASK, s.size]
+                                              for s in dev.syncs_for_device]}},
         "rx_ring": bytes(fep.rxq.ring.mem).hex(),
     }
 
@@ -206,9 +253,10 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("packets[*].datlen", ("FEC-DEV-002",)),
     ("packets[*].outcome", ("FEC-RX-004",)),
     ("packets[*].verdict", ("FEC-XDP-001",)),
-    ("packets[*].ops*", ("FEC-XDP-001",)),
+    ("packets[*].ops*", ("FEC-XDP-007",)),
     ("packets[*].recycle.sync", ("FEC-XDP-002",)),
     ("packets[*].recycle.*", ("FEC-XDP-003",)),
+    ("packets[*].tx.err", ("FEC-TX-002",)),
     ("packets[*].tx*", ("FEC-XDP-005",)),
     ("packets[*].exception", ("FEC-XDP-004",)),
     ("packets[*].skb.vlan*", ("FEC-RX-009",)),
@@ -224,26 +272,55 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("counters.rx_packets", ("FEC-RX-005",)),
     ("counters.rx_dropped", ("FEC-RX-006",)),
     ("counters.rx_*", ("FEC-RX-004",)),
-    ("counters.*", ("FEC-STATS-002",)),
+    ("counters.tx_*", ("FEC-STATS-002",)),
+    ("counters.collisions", ("FEC-STATS-002",)),
+    ("counters.*", ("FEC-STATS-001",)),
     ("ethtool.rx_pp_*", ("FEC-STATS-004",)),
     ("ethtool.*", ("FEC-STATS-003",)),
     ("page_pool.*", ("FEC-RX-014",)),
     ("conservation.*", ("FEC-RX-015",)),
+    ("ops.dma_syncs_for_cpu", ("FEC-RX-007",)),
     ("ops.*", ("FEC-XDP-008",)),
+    ("dma.for_cpu*", ("FEC-RX-007",)),
+    ("dma.for_device*", ("FEC-XDP-005",)),
+    ("dma.unmaps", ("FEC-TX-005",)),
+    ("dma.pool.*", ("FEC-XDP-002", "FEC-RX-014")),
     ("rx_ring", ("FEC-RX-003",)),
 )
 
 
 def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
-    """A packet's ``page`` field is governed by the rule of the fate the reference gave
-    it (XDP_TX, drop path, skb, refill failure)."""
-    packets = run(scenario)["packets"]
+    """Blame from the reference's own run: a packet's ``page`` field by the fate it got
+    (XDP_TX, drop path, skb, refill failure); a TX completion by what produced it (a
+    poll, a poll after a budget-0 one held XDP buffers back, restart or close); the RX
+    ring by its last writer (open, the MAC, NAPI's re-arm, restart); after a close, the
+    pool's state and the zeroed XDP counters by the close rule."""
+    blame: dict[str, Any] = {}
+    obs = run(scenario, Trace(), blame)
+    packets = obs["packets"]
+    ops = [str(ev["op"]) for ev in scenario.events or DEFAULT_EVENTS]
+    closed = "close" in ops
 
     def rules(path: str) -> tuple[str, ...]:
         if path.startswith("packets[") and path.endswith("].page"):
             index = int(path.removeprefix("packets[").partition("]")[0])
             if index < len(packets):
                 return _PAGE_RULES.get(str(packets[index]["page"]), ())
+        if path.startswith("tx_completions["):
+            index = int(path.removeprefix("tx_completions[").partition("]")[0])
+            origins = blame["completions"]
+            if path.endswith("].type"):
+                return ("FEC-TX-001",)
+            if index < len(origins):
+                return tuple(origins[index])
+        if path == "rx_ring":  # the writer's rule, then the descriptor layout
+            layout = (("FEC-BD-002", "FEC-BD-004") if scenario.config.get("bufdesc_ex")
+                      else ("FEC-BD-001",))
+            return (str(blame["rx_ring"]), *layout, "FEC-BD-003", "FEC-BD-006")
+        if closed and (path.startswith("page_pool.") or path.startswith("ethtool.rx_xdp_")):
+            return ("FEC-RX-016",)
+        if "stack_free" in ops and path.startswith("ethtool.rx_pp_recycle_"):
+            return ("FEC-RX-012", "FEC-STATS-004")
         return ()
 
     return rules
@@ -278,6 +355,10 @@ def explain(scenario: Scenario) -> str:
 
 # --- strategies ---------------------------------------------------------------------------
 
+#: TX completion status bits the MAC may OR in: none, each error and DEF alone, a mix.
+_TX_STATUS = st.sampled_from([0, 0, 0, BD_ENET_TX_HB, BD_ENET_TX_LC, BD_ENET_TX_RL,
+                              BD_ENET_TX_UN, BD_ENET_TX_CSL, BD_ENET_TX_DEF,
+                              BD_ENET_TX_DEF | BD_ENET_TX_UN, BD_ENET_TX_STATS])
 _FAULTS = st.sampled_from([["crc"], ["overrun"], ["non_octet"], ["no_last"], ["split"]])
 
 
@@ -324,20 +405,58 @@ def scenarios(draw: st.DrawFn, *, drops: bool = False) -> Scenario:
     elif draw(st.integers(0, 4)):
         program = tuple(draw(op_lists(kfuncs=False)))
     events: list[dict[str, Any]] = []
-    kind = draw(st.sampled_from(["default", "default", "refill", "ndo", "restart", "budget0"]))
+    if draw(st.integers(0, 3)) == 0:
+        config["redirect_ok"] = True  # FEC-XDP-006: the redirect finds a target
+    kind = draw(st.sampled_from(["default", "default", "refill", "ndo", "restart", "budget0",
+                                 "close_tx", "budget0_tx", "restart_more", "partial"]))
+    if kind in ("close_tx", "budget0_tx", "restart_more") and draw(st.booleans()):
+        program = ({"op": "return", "action": 3},)  # XDP_TX: frames in flight on TX
+    status = draw(_TX_STATUS)
     if kind == "refill":
         config["page_alloc_bulk"] = 1
         events = [{"op": "rx"}, {"op": "fail_allocs", "count": 1}, {"op": "napi"},
                   {"op": "tx_done"}, {"op": "napi"}, {"op": "stack_free"}, {"op": "close"}]
     elif kind == "ndo":
         events = [{"op": "xdp_xmit", "frames": list(range(len(frames)))}, {"op": "rx"},
-                  {"op": "napi"}, {"op": "tx_done"}, {"op": "napi"}, {"op": "stack_free"}]
+                  {"op": "napi"}, {"op": "tx_done", "status": status}, {"op": "napi"},
+                  {"op": "stack_free"}]
     elif kind == "restart":
         events = [{"op": "rx"}, {"op": "napi"}, {"op": "restart"}, {"op": "stack_free"},
                   {"op": "close"}]
     elif kind == "budget0":
         events = [{"op": "rx"}, {"op": "napi"}, {"op": "tx_done"}, {"op": "napi", "budget": 0},
                   {"op": "napi"}, {"op": "stack_free"}]
+    elif kind == "close_tx":  # FEC-RX-016, FEC-TX-007: TX still queued (or sent) at close
+        events = [{"op": "rx"}, {"op": "napi"}]
+        if draw(st.booleans()):
+            events.append({"op": "tx_done", "count": draw(st.integers(0, 2)),
+                           "status": status})
+        events += [{"op": "stack_free"}, {"op": "close"}]
+    elif kind == "budget0_tx":  # FEC-TX-006: budget-0 polls while XDP_TX frames are out
+        events = [{"op": "rx"}, {"op": "napi"}, {"op": "napi", "budget": 0},
+                  {"op": "tx_done", "count": draw(st.sampled_from([None, 1])),
+                   "status": status},
+                  {"op": "napi", "budget": 0}, {"op": "napi"}, {"op": "tx_done"},
+                  {"op": "napi"}, {"op": "stack_free"}]
+    elif kind == "restart_more":  # FEC-RX-013, FEC-TX-007: restart mid-run, then carry on
+        first = draw(st.integers(0, len(frames)))
+        events = [{"op": "rx", "frames": list(range(first))}, {"op": "napi"}]
+        if draw(st.booleans()):
+            events.append({"op": "tx_done", "count": 1, "status": status})
+        events += [{"op": "restart"}, {"op": "rx", "frames": list(range(first, len(frames)))},
+                   {"op": "napi"}, {"op": "tx_done", "status": status}, {"op": "napi"},
+                   {"op": "stack_free"}, {"op": "close"}]
+    elif kind == "partial":  # FEC-DEV-005: descriptors the MAC wrote, NAPI did not take
+        config["bufdesc_ex"] = True  # their enhanced words are visible in ``rx_ring``
+        events = [{"op": "rx"}, {"op": "napi", "budget": draw(st.integers(0, 1))}]
+    if draw(st.integers(0, 3)) == 0:  # FEC-DEV-006, FEC-RX-009: 802.1Q, PCP and DEI set
+        config.update(bufdesc_ex=True, vlan_rx=True)
+        tcis = draw(st.lists(st.integers(0, 0xFFFF) | st.sampled_from([0xE001, 0x1FFF, 0xFFFF]),
+                             min_size=len(frames), max_size=len(frames)))
+        frames = [f[:12] + b"\x81\x00" + tci.to_bytes(2, "big") + f[12:]
+                  for f, tci in zip(frames, tcis, strict=True)]
+        if draw(st.booleans()):
+            program = None  # no program: every frame reaches the stack as an skb
     return Scenario(component="fec", config=config, frames=tuple(frames),
                     events=tuple(events), program=program,
                     rules=("FEC-RX-005", "FEC-XDP-002", "FEC-XDP-005", "FEC-RX-015"))

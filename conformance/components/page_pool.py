@@ -10,21 +10,36 @@ events:  ``{"op": "alloc"}``, ``{"op": "put", "alloc": EVENT_INDEX, "sync": int 
          (default true)}``, ``{"op": "get_page", "alloc": EVENT_INDEX}`` (someone else
          takes a page reference, so the page is no longer recyclable),
          ``{"op": "fail_allocs", "count": int}`` (the page allocator fails the next
-         requests), ``{"op": "update_nid", "nid": int}``.
-         A ``put`` or ``get_page`` names the ``alloc`` event whose page it returns; one
-         naming a failed alloc, or a page already put, does nothing: ``{"rc": -2}``.
+         requests), ``{"op": "update_nid", "nid": int}``,
+         ``{"op": "alloc_frag", "size": int, "truesize": bool}`` (``page_pool_dev_alloc_frag``,
+         or ``page_pool_dev_alloc`` with ``truesize``, as drivers call them: one pp
+         reference per fragment),
+         ``{"op": "ref_page", "alloc": EVENT_INDEX}`` (``page_pool_ref_page``: one more pp
+         reference, returned by a ``put`` naming this event), ``{"op": "pfmemalloc",
+         "count": int}`` (the next pages the allocator makes come from the emergency
+         reserves), ``{"op": "force_nid", "nid": int | null}`` (the allocator's pages come
+         from that node whatever is asked), ``{"op": "destroy"}`` (``page_pool_destroy``),
+         ``{"op": "release_retry"}`` (one run of the deferred release; ``{"rc": -2}`` when
+         none is pending).
+         A ``put``, ``get_page`` or ``ref_page`` names the event whose reference it uses;
+         one naming a failed alloc, or a reference already put, does nothing: ``{"rc": -2}``.
 observables: ``events[i]``: alloc → ``{"rc": 0, "page": K}`` where K numbers pages in the
-         order the pool first hands them out (0, 1, ...), or ``{"rc": -12}``; put →
-         ``{"rc": 0, "synced": LEN | null}`` (bytes synced for the device); others
-         ``{"rc": 0}``.  ``stats``: the 11 ethtool ``rx_pp_*`` counters; ``inflight``;
-         ``pages``: K → where page K is at the end (``alloc_cache``, ``ptr_ring``,
-         ``in_flight``, ``released``).
+         order the pool first hands them out (0, 1, ...), or ``{"rc": -12}``;
+         alloc_frag → also ``offset`` (and ``truesize`` when asked); put → ``{"rc": 0,
+         "synced": LEN | null, "sync_offset": OFF | null}`` (bytes synced for the device and
+         where, from the page's DMA address); destroy and release_retry → ``inflight`` and
+         the pool ``state``; others ``{"rc": 0}``.  ``stats``: the 11 ethtool ``rx_pp_*``
+         counters; ``inflight``; ``pages``: K → where page K is at the end
+         (``alloc_cache``, ``ptr_ring``, ``in_flight``, ``released``); ``pp_ref_count``:
+         K → the page's ``pp_ref_count`` while the pool owns it (null once released);
+         ``dma``: maps, unmaps, syncs for device and the bytes they cover; ``state``;
+         ``warnings`` (WARNs the pool hit).
 """
 
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hypothesis import strategies as st
@@ -32,6 +47,7 @@ from hypothesis import strategies as st
 from conformance.components import Component
 from conformance.scenario import Scenario
 from reference import page_pool as pp
+from reference.page_pool.frag import page_pool_dev_alloc, page_pool_dev_alloc_frag
 from reference.page_pool.stats import ethtool_stats
 from reference.trace import Trace
 
@@ -56,11 +72,32 @@ def _pool(scenario: Scenario) -> pp.PagePool:
     return created.pool
 
 
+def _handle(op: str, pool: pp.PagePool, pages: dict[int, pp.Page], ev: Mapping[str, Any],
+            trace: Trace | None) -> tuple[pp.Page, dict[str, Any]] | None:
+    """A reference-taking op: the page it took a pp reference on and what the call
+    returned besides (a fragment's offset and truesize), or None if it failed."""
+    ctx = pp.Context.softirq(cpu=0)
+    if op == "alloc":
+        page = pool.alloc_pages(ctx, trace)
+        return None if page is None else (page, {})
+    if op == "ref_page":
+        page = pages[int(ev["alloc"])]
+        pool.ref_page(page)
+        return page, {}
+    size = int(ev["size"])
+    if ev.get("truesize"):
+        got = page_pool_dev_alloc(pool, size, ctx, trace)
+        return None if got is None else (got[0], {"offset": got[1], "truesize": got[2]})
+    frag = page_pool_dev_alloc_frag(pool, size, ctx, trace)
+    return None if frag is None else (frag[0], {"offset": frag[1]})
+
+
 def _run(scenario: Scenario, traces: list[Trace] | None) -> dict[str, Any]:
     pool = _pool(scenario)
     dev = pool.dev
     assert dev is not None
-    pages: dict[int, pp.Page] = {}  # alloc event index -> page
+    shift = pool.arch.page_shift
+    pages: dict[int, pp.Page] = {}  # reference-taking event index -> page
     names: dict[int, int] = {}  # pfn -> first-appearance number
     by_name: list[pp.Page] = []
     events: list[dict[str, Any]] = []
@@ -69,25 +106,29 @@ def _run(scenario: Scenario, traces: list[Trace] | None) -> dict[str, Any]:
         if traces is not None and trace is not None:
             traces.append(trace)
         op = ev["op"]
-        if op == "alloc":
-            page = pool.alloc_pages(pp.Context.softirq(cpu=0), trace)
-            if page is None:
+        if op in ("put", "get_page", "ref_page") and int(ev["alloc"]) not in pages:
+            events.append({"rc": -errno.ENOENT})  # that alloc failed, or its page is gone
+        elif op in ("alloc", "alloc_frag", "ref_page"):
+            got = _handle(op, pool, pages, ev, trace)
+            if got is None:
                 events.append({"rc": -errno.ENOMEM})
                 continue
+            page, extra = got
             if page.pfn not in names:
                 names[page.pfn] = len(by_name)
                 by_name.append(page)
             pages[i] = page
-            events.append({"rc": 0, "page": names[page.pfn]})
-        elif op in ("put", "get_page") and int(ev["alloc"]) not in pages:
-            events.append({"rc": -errno.ENOENT})  # that alloc failed, or its page is gone
+            out: dict[str, Any] = {"rc": 0, "page": names[page.pfn], **extra}
+            events.append(out)
         elif op == "put":
             page = pages.pop(int(ev["alloc"]))
             before = len(dev.syncs_for_device)
             ctx = pp.Context(cpu=int(ev.get("cpu", 0)), in_softirq=bool(ev.get("softirq", True)))
             pool.put_page(page, int(ev.get("sync", -1)), bool(ev.get("direct", False)), ctx, trace)
-            synced = [s.size for s in dev.syncs_for_device[before:]]
-            events.append({"rc": 0, "synced": synced[0] if synced else None})
+            synced = dev.syncs_for_device[before:]
+            events.append({"rc": 0, "synced": synced[0].size if synced else None,
+                           "sync_offset": synced[0].addr - (synced[0].pfn << shift)
+                           if synced else None})
         elif op == "get_page":
             pp.get_page(pages[int(ev["alloc"])])
             events.append({"rc": 0})
@@ -97,15 +138,39 @@ def _run(scenario: Scenario, traces: list[Trace] | None) -> dict[str, Any]:
         elif op == "update_nid":
             pool.update_nid(int(ev["nid"]), trace)
             events.append({"rc": 0})
+        elif op == "pfmemalloc":
+            pool.allocator.pfmemalloc_next += int(ev["count"])
+            events.append({"rc": 0})
+        elif op == "force_nid":
+            nid = ev.get("nid")
+            pool.allocator.force_nid = None if nid is None else int(nid)
+            events.append({"rc": 0})
+        elif op == "destroy":
+            pool.destroy(trace)
+            events.append({"rc": 0, "inflight": pool.inflight(strict=True),
+                           "state": pool.state.value})
+        elif op == "release_retry":
+            if pool.state is not pp.PoolState.DETACHED:
+                events.append({"rc": -errno.ENOENT})  # no deferred release is pending
+                continue
+            inflight = pool.release_retry(trace)
+            events.append({"rc": 0, "inflight": inflight, "state": pool.state.value})
         else:
             raise ValueError(f"page_pool scenario event {i}: unknown op {op!r}")
     pool.check_conservation()
     where = {}
+    refs: dict[str, int | None] = {}
     for k, page in enumerate(by_name):
         loc = pool.where(page)
         where[str(k)] = loc.value if loc is not None else "released"
+        owned = loc is not None and loc is not pp.Loc.RELEASED
+        refs[str(k)] = page.pp_ref_count if owned else None
     return {"events": events, "stats": ethtool_stats(pool.stats()), "inflight": pool.inflight(),
-            "pages": where}
+            "pages": where, "pp_ref_count": refs,
+            "dma": {"maps": dev.maps, "unmaps": dev.unmaps,
+                    "syncs_for_device": dev.device_syncs,
+                    "sync_bytes_for_device": sum(s.size for s in dev.syncs_for_device)},
+            "state": pool.state.value, "warnings": len(pool.warnings)}
 
 
 def expected(scenario: Scenario) -> dict[str, Any]:
@@ -117,11 +182,12 @@ _STAT_RULES = {
     "rx_pp_alloc_slow": ("PP-ALLOC-004",),
     "rx_pp_alloc_empty": ("PP-ALLOC-002",),
     "rx_pp_alloc_refill": ("PP-ALLOC-003",),
-    "rx_pp_alloc_waive": ("PP-NUMA-001",),
+    "rx_pp_alloc_waive": ("PP-NUMA-001", "PP-NUMA-005"),
     "rx_pp_recycle_cached": ("PP-RECYCLE-004",),
     "rx_pp_recycle_cache_full": ("PP-RECYCLE-005",),
     "rx_pp_recycle_ring": ("PP-RECYCLE-006",),
-    "rx_pp_recycle_ring_full": ("PP-RECYCLE-006",),
+    "rx_pp_recycle_ring_full": ("PP-RECYCLE-006", "PP-RING-001", "PP-RING-002",
+                                "PP-INIT-002"),
     "rx_pp_recycle_released_ref": ("PP-RECYCLE-003",),
 }
 
@@ -133,7 +199,7 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
 
     def rules(path: str) -> tuple[str, ...]:
         if path.startswith("stats."):
-            return _STAT_RULES.get(path.removeprefix("stats."), ("PP-STATS-001",))
+            return _STAT_RULES.get(path.removeprefix("stats."), ("PP-STATS-001", "PP-STATS-003"))
         if path.startswith("events["):
             index = int(path.removeprefix("events[").partition("]")[0])
             if index < len(traces):
@@ -157,28 +223,67 @@ COMPONENT = Component(
     field_rules=(
         ("events[*].page", ("PP-ALLOC-001", "PP-ALLOC-004")),
         ("events[*].synced", ("PP-DMA-001",)),
+        ("events[*].sync_offset", ("PP-DMA-001",)),
+        ("events[*].offset", ("PP-FRAG-003",)),
+        ("events[*].truesize", ("PP-FRAG-006",)),
+        ("events[*].inflight", ("PP-DESTROY-004",)),
+        ("events[*].state", ("PP-DESTROY-003", "PP-DESTROY-005")),
         ("events[*].rc", ("PP-ALLOC-004",)),
         ("stats.*", ("PP-STATS-001",)),
         ("inflight", ("PP-DESTROY-004",)),
         ("pages.*", ("PP-LEDGER-001", "PP-LEDGER-002")),
+        ("pp_ref_count.*", ("PP-RECYCLE-001", "PP-RECYCLE-011", "PP-PAGE-001", "PP-FRAG-007")),
+        ("dma.maps", ("PP-ALLOC-005", "PP-DMA-002")),
+        ("dma.unmaps", ("PP-DMA-004", "PP-RECYCLE-007")),
+        ("dma.syncs_for_device", ("PP-DMA-001", "PP-DMA-002", "PP-DMA-003")),
+        ("dma.*", ("PP-DMA-001",)),
+        ("state", ("PP-DESTROY-003", "PP-DESTROY-001", "PP-INIT-006")),
+        ("warnings", ("PP-DESTROY-007", "PP-DESTROY-008", "PP-FRAG-001")),
     ),
 )
 
 
+#: Stop drawing new operations past this many events; one more burst stays below 4096.
+_MAX_EVENTS = 3200
+_FRAG_SIZES = (1, 64, 256, 1024, 1500, 2047, 2048, 2049, 4095, 4096, 4097)
+
+
 @st.composite
-def scenarios(draw: st.DrawFn) -> Scenario:
-    """A small pool (so the ring fills), then a random mix of allocs and puts."""
-    pool_size = draw(st.sampled_from([0, 16, 64, 128]))
-    max_len = draw(st.sampled_from([1536, 2048, 4096]))
-    config: dict[str, Any] = {"params": {"pool_size": pool_size, "max_len": max_len,
-                                         "offset": draw(st.sampled_from([0, 256]))}}
+def _pool_config(draw: st.DrawFn) -> dict[str, Any]:
+    flags = draw(st.sampled_from([pp.PP_FLAG_DMA_MAP | pp.PP_FLAG_DMA_SYNC_DEV] * 3
+                                 + [pp.PP_FLAG_DMA_MAP, 0]))
+    config: dict[str, Any] = {"params": {"pool_size": draw(st.sampled_from([0, 16, 64, 128])),
+                                         "max_len": draw(st.sampled_from([1536, 2048, 4096])),
+                                         "offset": draw(st.sampled_from([0, 64, 256])),
+                                         "flags": flags}}
     if draw(st.booleans()):
         config["napi_cpu"] = draw(st.sampled_from([0, 1]))
+    return config
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> Scenario:
+    """A small pool (so the ring fills), then a random mix of allocs, fragments, extra
+    references and puts, special pages (pfmemalloc, another node) now and then, and
+    sometimes a destroy with pages still out, later puts and deferred release retries."""
+    config = draw(_pool_config())
+    max_len = int(config["params"]["max_len"])
+    syncs = [-1, 0, 1, 64, 1500, max_len - 1, max_len, max_len + 1, 9000]
     events: list[dict[str, Any]] = []
     held: list[int] = []
+
+    def put(idx: int, direct: bool | None = None) -> None:
+        events.append({"op": "put", "alloc": idx, "sync": draw(st.sampled_from(syncs)),
+                       "direct": draw(st.booleans()) if direct is None else direct,
+                       "cpu": draw(st.sampled_from([0, 1])),
+                       "softirq": draw(st.booleans() | st.just(True))})
+
     for _ in range(draw(st.integers(1, 60))):
+        if len(events) > _MAX_EVENTS:  # events name earlier events by index (schema: 4096)
+            break
         kind = draw(st.sampled_from(["alloc", "alloc", "alloc", "put", "put", "put", "burst",
-                                     "get_page", "fail", "nid"]))
+                                     "get_page", "fail", "nid", "frag", "frag", "ref",
+                                     "special", "ring"]))
         if kind == "alloc":
             held.append(len(events))
             events.append({"op": "alloc"})
@@ -189,17 +294,46 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             direct = draw(st.booleans())
             events.extend({"op": "put", "alloc": start + j, "sync": -1, "direct": direct}
                           for j in range(n))
+        elif kind == "ring" and 0 < int(config["params"]["pool_size"]) <= 128:
+            # PP-RING-001/002: fill the ring, drain part of it, refill it
+            size = int(config["params"]["pool_size"])
+            for n in (size + draw(st.sampled_from([0, 8, 70])),
+                      draw(st.sampled_from([1, 63, 64, 65, 70]))):
+                start = len(events)
+                events.extend({"op": "alloc"} for _ in range(n))
+                events.extend({"op": "put", "alloc": start + j, "sync": -1, "direct": False,
+                               "softirq": False} for j in range(n))
         elif kind == "put" and held:
-            idx = held.pop(draw(st.integers(0, len(held) - 1)))
-            events.append({"op": "put", "alloc": idx,
-                           "sync": draw(st.sampled_from([-1, 0, 64, 1500, 9000])),
-                           "direct": draw(st.booleans()), "cpu": draw(st.sampled_from([0, 1])),
-                           "softirq": draw(st.booleans() | st.just(True))})
+            put(held.pop(draw(st.integers(0, len(held) - 1))))
         elif kind == "get_page" and held:
             events.append({"op": "get_page", "alloc": draw(st.sampled_from(held))})
         elif kind == "fail":
             events.append({"op": "fail_allocs", "count": draw(st.integers(1, 2))})
         elif kind == "nid":
             events.append({"op": "update_nid", "nid": draw(st.sampled_from([0, 1]))})
+        elif kind == "frag":  # PP-FRAG-*: several fragments, sizes at the page boundaries
+            for _ in range(draw(st.integers(1, 4))):
+                held.append(len(events))
+                events.append({"op": "alloc_frag", "size": draw(st.sampled_from(_FRAG_SIZES)),
+                               "truesize": draw(st.booleans())})
+        elif kind == "ref" and held:  # PP-RECYCLE-011
+            idx = draw(st.sampled_from(held))
+            held.append(len(events))
+            events.append({"op": "ref_page", "alloc": idx})
+        elif kind == "special":  # PP-RECYCLE-003, PP-NUMA-002: pages the pool must not keep
+            if draw(st.booleans()):
+                events.append({"op": "pfmemalloc", "count": draw(st.integers(1, 3))})
+            else:
+                events.append({"op": "force_nid", "nid": draw(st.sampled_from([1, None]))})
+    if draw(st.integers(0, 2)) == 0:  # PP-DESTROY-*: destroy with pages in flight
+        events.append({"op": "destroy"})
+        for _ in range(draw(st.integers(0, 3))):
+            if len(held) > 0 and draw(st.booleans()):
+                late = held.pop(draw(st.integers(0, len(held) - 1)))
+                put(late, direct=draw(st.booleans()))
+            events.append({"op": "release_retry"})
+        while len(held) > 0 and draw(st.booleans()):
+            put(held.pop())
+        events.append({"op": "release_retry"})
     return Scenario(component="page_pool", config=config, events=tuple(events),
                     rules=("PP-ALLOC-001", "PP-RECYCLE-004", "PP-STATS-001"))

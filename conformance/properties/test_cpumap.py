@@ -1,7 +1,8 @@
 """cpumap properties: the same schedule gives every redirected packet the same fate, the
 same recycle marks and free paths, the same alloc-cache pushes by CPU, the same
-tracepoint sums and pool counters, and a page ledger that holds at every step; under
-both kernel switches (v6.4+ recycling and the pre-v6.4 release)."""
+tracepoint sums and pool counters, the same skbs (length, truesize, headroom, bytes), and
+a page ledger that holds at every step; under both kernel switches (v6.4+ recycling and
+the pre-v6.4 release), with and without a program on the entry and failing skb heads."""
 
 from __future__ import annotations
 
@@ -17,7 +18,10 @@ COMPONENT = cpumap.COMPONENT
 
 @pytest.mark.rule("CPUMAP-FATE-001", "CPUMAP-SIM-002", "CPUMAP-SIM-003", "CPUMAP-SIM-004",
                   "CPUMAP-ENQ-003", "CPUMAP-KT-004", "CPUMAP-KT-005", "SKB-BUILD-003",
-                  "SKB-BUILD-004", "SKB-FREE-001", "SKB-FREE-002")
+                  "SKB-BUILD-004", "SKB-FREE-001", "SKB-FREE-002", "SKB-BUILD-001",
+                  "SKB-BUILD-002", "SKB-FREE-003", "CPUMAP-ENQ-001", "CPUMAP-ENQ-002",
+                  "CPUMAP-ENQ-004", "CPUMAP-KT-001", "CPUMAP-KT-002", "CPUMAP-KT-003",
+                  "SKB-FREE-004", "CPUMAP-SIM-001")
 @given(scenario=cpumap.scenarios())
 def test_cpumap_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)

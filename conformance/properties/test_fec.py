@@ -1,5 +1,7 @@
 """fec properties: the same frames through the same MAC model and driver give the same
-descriptors, verdicts, skbs, TX slots, counters and page_pool accounting."""
+descriptors, verdicts, skbs, TX slots, counters, DMA syncs and unmaps and page_pool
+accounting; also when the interface restarts or closes with TX still queued and when
+budget-0 polls meet XDP_TX frames in flight."""
 
 from __future__ import annotations
 
@@ -19,7 +21,10 @@ COMPONENT = fec.COMPONENT
                   "FEC-RX-010", "FEC-RX-011", "FEC-XDP-001", "FEC-XDP-003", "FEC-XDP-004",
                   "FEC-XDP-005", "FEC-XDP-006", "FEC-XDP-008", "FEC-TX-003", "FEC-TX-004",
                   "FEC-TX-005", "FEC-STATS-002", "FEC-STATS-003", "FEC-STATS-004",
-                  "FEC-RX-014", "FEC-RX-015")
+                  "FEC-RX-014", "FEC-RX-015", "FEC-RX-001", "FEC-RX-007", "FEC-RX-012",
+                  "FEC-RX-013", "FEC-RX-016", "FEC-XDP-007", "FEC-TX-001", "FEC-TX-002",
+                  "FEC-TX-006", "FEC-TX-007", "FEC-STATS-001",
+                  "FEC-BD-001", "FEC-BD-002", "FEC-BD-003", "FEC-BD-004", "FEC-BD-006")
 @given(scenario=fec.scenarios())
 def test_fec_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)

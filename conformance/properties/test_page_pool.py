@@ -1,5 +1,7 @@
 """page_pool properties: the same operations give the same pages back in the same order,
-the same syncs, the same counters, and leave every page in the same place."""
+the same syncs, the same counters, and leave every page in the same place: also with
+fragments, extra pp references, pfmemalloc and foreign-node pages, and a destroy with pages
+still in flight followed by late puts and deferred release retries."""
 
 from __future__ import annotations
 
@@ -17,7 +19,13 @@ COMPONENT = page_pool.COMPONENT
                   "PP-NUMA-001", "PP-NUMA-003", "PP-RECYCLE-002", "PP-RECYCLE-003",
                   "PP-RECYCLE-004", "PP-RECYCLE-005", "PP-RECYCLE-006", "PP-DMA-001",
                   "PP-STATS-001", "PP-DESTROY-004", "PP-LEDGER-001",
-                  "PP-LEDGER-002")
+                  "PP-LEDGER-002", "PP-RECYCLE-001", "PP-RECYCLE-011", "PP-NUMA-002",
+                  "PP-DMA-002", "PP-DMA-004", "PP-FRAG-001", "PP-FRAG-003", "PP-FRAG-004",
+                  "PP-FRAG-005", "PP-FRAG-006", "PP-DESTROY-002", "PP-DESTROY-003",
+                  "PP-DESTROY-005", "PP-DESTROY-006", "PP-PAGE-001", "PP-ALLOC-005",
+                  "PP-DMA-003", "PP-RECYCLE-007", "PP-RING-001", "PP-RING-002",
+                  "PP-NUMA-005", "PP-STATS-003", "PP-DESTROY-001", "PP-DESTROY-008",
+                  "PP-INIT-002", "PP-INIT-006", "PP-FRAG-007")
 @given(scenario=page_pool.scenarios())
 def test_page_pool_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)
