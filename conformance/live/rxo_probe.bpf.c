@@ -6,14 +6,33 @@
  * rc and outputs, the action, and the bytes/lengths after the program.  Each metadata
  * kfunc is called twice with different sentinels in its outputs so user space can tell
  * an output the driver wrote from one it left alone (KFUNC-API-005).
+ *
+ * RXO_GUEST builds the variant a guest loads with bpftool (conformance/live/qemu_fec):
+ * UAPI headers instead of a vmlinux.h (the guest's kernel is not the host's), records in
+ * an array map whose values carry no BTF type (bpftool prints them as plain bytes), the
+ * probe program alone, and capture sizes given on the command line.  RXO_NO_KFUNCS leaves
+ * the metadata kfuncs out: a program calling one cannot load on a kernel without BTF
+ * (Debian's armhf kernels have none).
  */
+#ifdef RXO_GUEST
+#include <linux/bpf.h>
+#include <linux/types.h>
+enum xdp_rss_hash_type { XDP_RSS_TYPE_NONE = 0 };
+#else
 #include "vmlinux.h"
+#endif
 #include <bpf/bpf_helpers.h>
 
 #define RXO_MAX_OPS 16
+#ifndef RXO_MAX_PKTS
 #define RXO_MAX_PKTS 1024
+#endif
+#ifndef RXO_DATA_CAP
 #define RXO_DATA_CAP 3584
+#endif
+#ifndef RXO_META_CAP
 #define RXO_META_CAP 256
+#endif
 
 enum {
 	RXO_OP_END = 0, RXO_OP_ADJ_HEAD, RXO_OP_ADJ_META, RXO_OP_ADJ_TAIL, RXO_OP_WRITE,
@@ -61,16 +80,27 @@ struct {
 	__type(value, __u32);
 } seqmap SEC(".maps");
 
+#ifdef RXO_GUEST
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RXO_MAX_PKTS);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct rxo_rec));
+} records SEC(".maps");
+#else
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);
 } events SEC(".maps");
+#endif
 
+#ifndef RXO_NO_KFUNCS
 extern int bpf_xdp_metadata_rx_timestamp(const struct xdp_md *ctx, __u64 *timestamp) __ksym;
 extern int bpf_xdp_metadata_rx_hash(const struct xdp_md *ctx, __u32 *hash,
 				    enum xdp_rss_hash_type *rss_type) __ksym;
 extern int bpf_xdp_metadata_rx_vlan_tag(const struct xdp_md *ctx, __be16 *vlan_proto,
 					__u16 *vlan_tci) __ksym;
+#endif
 
 static __always_inline int rxo_write(struct xdp_md *ctx, struct rxo_op *op)
 {
@@ -144,7 +174,11 @@ int rxo_probe(struct xdp_md *ctx)
 	p = bpf_map_lookup_elem(&progs, &slot);
 	if (!p)
 		return XDP_PASS;
+#ifdef RXO_GUEST
+	r = bpf_map_lookup_elem(&records, &slot);
+#else
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+#endif
 	if (!r)
 		return XDP_PASS;
 	r->seq = seq;
@@ -178,6 +212,7 @@ int rxo_probe(struct xdp_md *ctx)
 		case RXO_OP_GET_LEN:
 			o->a1 = bpf_xdp_get_buff_len(ctx);
 			break;
+#ifndef RXO_NO_KFUNCS
 		case RXO_OP_K_TS: {
 			__u64 t = 0x5a5a5a5a5a5a5a5aULL;
 
@@ -216,6 +251,7 @@ int rxo_probe(struct xdp_md *ctx)
 			o->b2 = tci;
 			break;
 		}
+#endif
 		default:
 			break;
 		}
@@ -245,9 +281,13 @@ int rxo_probe(struct xdp_md *ctx)
 	}
 	r->action = action;
 	r->nrec = nrec;
+#ifndef RXO_GUEST
 	bpf_ringbuf_submit(r, 0);
+#endif
 	return action;
 }
+
+#ifndef RXO_GUEST
 
 /* The peer end's program: drop whatever comes back (XDP_TX of the probed end), which
  * also keeps the peer's NAPI running so XDP_TX can reach it. */
@@ -290,5 +330,7 @@ int rxo_bounce(struct xdp_md *ctx)
 {
 	return XDP_TX;
 }
+
+#endif /* !RXO_GUEST */
 
 char LICENSE[] SEC("license") = "GPL";

@@ -70,13 +70,17 @@ def load_target(spec: str, *, timeout: float = 10.0) -> Target:
         from conformance.targets.live import LiveTarget
 
         return LiveTarget(kind, rest)
+    if kind == "qemu-fec":
+        from conformance.targets.qemu_fec import QemuFecTarget
+
+        return QemuFecTarget(rest)
     if kind == "fixtures" and rest:
         from conformance.targets.fixtures import FixturesTarget
 
         return FixturesTarget(rest)
     raise TargetError(
         f"unknown target {spec!r}: use reference, python:MODULE:OBJECT, exec:COMMAND, "
-        "fixtures:DIR, veth, tun or iface:NAME,peer=PEER"
+        "fixtures:DIR, veth, tun, iface:NAME,peer=PEER or qemu-fec[:BOARD]"
     )
 
 

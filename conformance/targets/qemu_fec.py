@@ -1,0 +1,273 @@
+"""The real fec driver: Debian's armhf kernel on QEMU's i.MX6Q SabreLite (``--target
+qemu-fec``, ``qemu-fec:sabrelite``, ``qemu-fec:sabrelite-legacy``).
+
+One guest boots per run (:mod:`conformance.live.qemu_fec`) and runs every scenario: before
+each one the interface goes down (``fec_enet_close`` frees the ring, the page_pool and
+the per-queue XDP counters), the probe is attached or detached while it is down, the RX
+checksum and VLAN features are set, and the interface comes up again (``fec_enet_open``
+builds a new ring and pool), which is the fresh device the fec component's reference
+starts from.  Frames go in through QEMU's datagram netdev; the probe records each XDP
+run; frames the MAC sends come back on the same socket.
+
+Observables (PROTOCOL.md, component ``fec``): ``packets[*].verdict`` and
+``packets[*].ops`` (the probe's records), ``wire`` (frames back at the host),
+``counters`` (the netdev counters, as deltas over the scenario), ``ethtool`` (the XDP and
+page_pool strings of ``ethtool -S``; absolute, as the device was just opened).  Everything
+else is declared not reported, so it shows as "not checked": descriptor contents and ring
+slots, skbs (QEMU writes no checksum or VLAN status), page_pool internals,
+conservation, TX completions and ndo_xdp_xmit.
+
+A scenario the board cannot reproduce (another byte order, ring size, descriptor kind,
+injected faults, forced allocation failures, restarts) is "not applicable"
+(:meth:`QemuFecTarget.supports`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from conformance.scenario import Scenario
+from conformance.targets.base import Capabilities, TargetError
+from reference.fec.counters import NetStats
+from reference.fec.state import RX_RING_SIZE, TX_RING_SIZE
+from reference.xdp.actions import ACTION_NAMES, XdpAction
+
+REPORTS = ("packets[*].verdict", "packets[*].ops*", "wire*", "counters.*", "ethtool.*")
+#: What each board variant fixes in the fec config (the driver's quirks for the SoC the
+#: device tree names, and the ring sizes fec_main.c compiles in).
+BOARD_CONFIG: dict[str, dict[str, Any]] = {
+    "sabrelite": {"byte_order": "little", "bufdesc_ex": True, "racc": True,
+                  "rx_ring_size": RX_RING_SIZE, "tx_ring_size": TX_RING_SIZE,
+                  "xdp_tx_frame": False, "redirect_ok": False},
+    "sabrelite-legacy": {"byte_order": "little", "bufdesc_ex": False, "racc": False,
+                         "rx_csum": False, "vlan_rx": False,
+                         "rx_ring_size": RX_RING_SIZE, "tx_ring_size": TX_RING_SIZE,
+                         "xdp_tx_frame": False, "redirect_ok": False},
+}
+_DEFAULTS = {"byte_order": "little", "bufdesc_ex": True, "racc": True, "rx_csum": True,
+             "vlan_rx": True, "rx_ring_size": RX_RING_SIZE, "tx_ring_size": TX_RING_SIZE,
+             "xdp_tx_frame": False, "redirect_ok": False}
+_EVENT_OPS = {"rx", "napi", "tx_done", "stack_free"}
+_NAPI_WEIGHT = 64
+_NETDEV = tuple(NetStats().as_dict())
+_OP_OUT = re.compile(r"^[0-9a-f]{2}$")
+
+
+class TargetUnavailable(TargetError):
+    """The target cannot start on this machine (a tool, root or the archive is missing):
+    the run skips with this reason instead of failing."""
+
+
+def verdict_name(action: int) -> str:
+    return ACTION_NAMES[action] if action <= XdpAction.XDP_REDIRECT else "UNKNOWN"
+
+
+class QemuFecTarget:
+    """See the module docstring."""
+
+    def __init__(self, board: str = "sabrelite") -> None:
+        from conformance.live.qemu_fec import boot, guest
+        from conformance.live.qemu_fec.archive import ArchiveUnreachable, ImageError
+
+        board = board or "sabrelite"
+        if board not in BOARD_CONFIG:
+            raise TargetError(f"qemu-fec board {board!r}: use {', '.join(BOARD_CONFIG)}")
+        reason = boot.missing_tools()
+        if reason:
+            raise TargetUnavailable(reason)
+        guest.sweep()
+        self.board = board
+        self.name = f"qemu-fec:{board}"
+        self.fixed = BOARD_CONFIG[board]
+        try:
+            self.files = boot.prepare(board)
+        except ArchiveUnreachable as exc:
+            raise TargetUnavailable(str(exc)) from exc
+        except ImageError as exc:
+            raise TargetError(f"qemu-fec set-up: {exc}") from exc
+        try:
+            self.guest: guest.Guest | None = guest.Guest(
+                kernel=self.files.vmlinuz, dtb=self.files.dtb, initrd=self.files.initrd,
+                machine=self.files.machine)
+        except guest.GuestError as exc:
+            raise TargetError(f"qemu-fec boot: {exc}") from exc
+        self.kernel_version = self.files.version
+        self.scenarios_run = 0
+        self.frames_run = 0
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(frozenset({"fec"}), REPORTS)
+
+    # --- what the board can reproduce -----------------------------------------------------
+
+    def supports(self, scenario: Scenario) -> str | None:
+        """None when the board can run ``scenario``; else why not (not applicable)."""
+        if scenario.component != "fec":
+            return f"{self.name} runs fec scenarios only"
+        cfg = {**_DEFAULTS, **scenario.config}
+        for key, want in self.fixed.items():
+            if cfg.get(key) != want:
+                return f"{self.name} has {key}={want!r}, the scenario {cfg.get(key)!r}"
+        for key in ("faults", "page_alloc_bulk"):
+            if scenario.config.get(key):
+                return f"{self.name} cannot inject {key}"
+        if int(scenario.config.get("budget", _NAPI_WEIGHT)) != _NAPI_WEIGHT:
+            return f"{self.name} polls with NAPI_POLL_WEIGHT {_NAPI_WEIGHT}"
+        reason = _events_reason(scenario)
+        if reason:
+            return f"{self.name}: {reason}"
+        for i in range(len(scenario.frames)):
+            for op in scenario.program_for(i) or ():
+                if op["op"] == "kfunc":
+                    return (f"{self.name}: the guest kernel has no BTF, so a program calling "
+                            "a kfunc cannot load")
+        if len(scenario.frames) > _max_pkts():
+            return f"{self.name} runs at most {_max_pkts()} frames per scenario"
+        return None
+
+    # --- running a scenario ---------------------------------------------------------------
+
+    def run(self, scenario: Scenario) -> dict[str, Any]:
+        from conformance.live.probe import ProbeError, decode_record, encode_program
+        from conformance.live.qemu_fec.guest import GuestError
+
+        reason = self.supports(scenario)
+        if reason:
+            raise TargetError(reason)
+        if self.guest is None:
+            raise TargetError(f"{self.name} is closed")
+        g = self.guest
+        frames = list(scenario.frames)
+        xdp = scenario.program is not None or bool(scenario.per_packet_programs)
+        programs: list[Sequence[Mapping[str, Any]]] = [
+            scenario.program_for(i) or () for i in range(len(frames))]
+        cfg = {**_DEFAULTS, **scenario.config}
+        try:
+            if xdp:
+                for i, ops in enumerate(programs):
+                    g.command(f"rxo_prog {i} {encode_program(ops).hex(' ')}")
+            features = "" if self.board == "sabrelite-legacy" else (
+                f" {'on' if cfg['rx_csum'] else 'off'} {'on' if cfg['vlan_rx'] else 'off'}")
+            base = _netdev(g.command(f"rxo_reset {int(xdp)}{features}", timeout=60))
+            g.drain()
+            g.send(frames)
+            seen = base["rx_packets"] + base["rx_errors"]
+            out = g.command(f"rxo_wait {len(frames)} {seen}; rxo_dump "
+                            f"{len(frames) if xdp else 0}", timeout=60)
+            wire = g.receive(0, timeout=0.3, grace=0.1)
+        except (GuestError, ProbeError) as exc:
+            raise TargetError(f"{self.name}: {exc}") from exc
+        records = _records(out)
+        seq = _seq(out)
+        packets: list[dict[str, Any]] = []
+        if xdp:
+            if seq != len(frames) or len(records) != len(frames):
+                raise TargetError(f"{self.name}: {seq} of {len(frames)} frames reached XDP")
+            for i, raw in enumerate(records):
+                rec = decode_record(raw, programs[i])
+                if rec["seq"] != i:
+                    raise TargetError(f"{self.name}: record {i} has seq {rec['seq']}")
+                packets.append({"verdict": verdict_name(rec["action"]), "ops": rec["ops"]})
+        else:
+            packets = [{"verdict": None, "ops": []} for _ in frames]
+        after = _netdev(out)
+        self.scenarios_run += 1
+        self.frames_run += len(frames)
+        return {
+            "packets": packets,
+            "wire": [f.hex() for f in wire],
+            "counters": {k: after.get(k, 0) - base.get(k, 0) for k in _NETDEV},
+            "ethtool": _ethtool(out),
+        }
+
+    def close(self) -> None:
+        g = getattr(self, "guest", None)
+        if g is not None:
+            g.close()
+            self.guest = None
+
+
+def _max_pkts() -> int:
+    from conformance.live.qemu_fec.boot import GUEST_MAX_PKTS
+
+    return GUEST_MAX_PKTS
+
+
+def _events_reason(scenario: Scenario) -> str | None:
+    """The events must be what a free-running device does by itself: every frame
+    received once, NAPI polls that take them all, TX completions, the stack freeing."""
+    events = list(scenario.events)
+    if not events:
+        return None
+    ops = [str(e["op"]) for e in events]
+    unknown = sorted(set(ops) - _EVENT_OPS)
+    if unknown:
+        return f"cannot trigger {', '.join(unknown)}"
+    if ops.count("rx") != 1 or events[ops.index("rx")].get("frames") is not None:
+        return "frames arrive once, all of them"
+    after_rx = events[ops.index("rx") + 1:]
+    napis = [e for e in after_rx if e["op"] == "napi"]
+    if not napis or int(napis[-1].get("budget", _NAPI_WEIGHT)) < len(scenario.frames):
+        return "the device polls until every frame is taken"
+    if any(e["op"] == "tx_done" and (e.get("count") is not None or e.get("status"))
+           for e in events):
+        return "TX completes on its own, without errors"
+    if "tx_done" not in ops[ops.index("rx"):] or ops[-1] != "stack_free":
+        return "TX completes and the stack frees its skbs on its own"
+    return None
+
+
+def _netdev(lines: list[str]) -> dict[str, int]:
+    out = {}
+    for line in lines:
+        if line.startswith("RXO-NETDEV "):
+            _, name, value = line.split()
+            out[name] = int(value)
+    return out
+
+
+def _ethtool(lines: list[str]) -> dict[str, int]:
+    out = {}
+    for line in lines:
+        if line.startswith("RXO-ETHTOOL "):
+            _, name, value = line.split()
+            if name.startswith(("rx_xdp_", "tx_xdp_", "rx_pp_")):
+                out[name] = int(value)
+    return out
+
+
+def _records(lines: list[str]) -> list[bytes]:
+    """``bpftool map lookup`` of raw (BTF-less) values: the hex bytes after ``value:``."""
+    out: list[bytes] = []
+    current: list[str] | None = None
+    for line in lines:
+        if line.startswith("RXO-REC ") or line.startswith("RXO-SEQ"):
+            if current is not None:
+                out.append(bytes.fromhex("".join(current)))
+            current = [] if line.startswith("RXO-REC ") else None
+            in_value = False
+            continue
+        if current is None:
+            continue
+        if line.startswith("value:"):
+            in_value = True
+            line = line[len("value:"):]
+        elif line.startswith("key:"):
+            in_value = False
+            continue
+        if in_value:
+            current += [t for t in line.split() if _OP_OUT.match(t)]
+    return out
+
+
+def _seq(lines: list[str]) -> int:
+    """The probe's packet counter (``seqmap[0]``) from the dump."""
+    text = " ".join(lines[lines.index("RXO-SEQ") + 1:] if "RXO-SEQ" in lines else [])
+    match = re.search(r'"value":\s*(\d+)', text)
+    if match:
+        return int(match.group(1))
+    tokens = re.findall(r"\b[0-9a-f]{2}\b", text.split("value:")[-1])
+    return int.from_bytes(bytes.fromhex("".join(tokens[:4])), "little") if tokens else -1
