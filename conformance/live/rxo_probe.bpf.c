@@ -13,6 +13,13 @@
  * probe program alone, and capture sizes given on the command line.  RXO_NO_KFUNCS leaves
  * the metadata kfuncs out: a program calling one cannot load on a kernel without BTF
  * (Debian's armhf kernels have none).
+ *
+ * The guest variant also carries the host's control channel (the emulated serial console
+ * loses input, see conformance/live/qemu_fec/guest.py): frames of EtherType RXO_CTL_PROTO
+ * are not scenario frames.  The XDP probe passes them on without counting them, and
+ * rxo_ctl, attached at tcx ingress (so it sees them with or without an XDP program),
+ * copies their payload into `progs` (a packet's op list) or `ctrl` (the command the
+ * guest's shell polls for) and drops them.
  */
 #ifdef RXO_GUEST
 #include <linux/bpf.h>
@@ -87,6 +94,32 @@ struct {
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, sizeof(struct rxo_rec));
 } records SEC(".maps");
+
+/* IEEE 802 "local experimental" EtherType 1; control frames go between the run's MACs. */
+#define RXO_CTL_PROTO 0x88b5
+#define RXO_CTL_MAGIC 0x43584f52 /* "ROXC" read as a little-endian u32 */
+#define RXO_ETH_HLEN 14
+
+enum { RXO_CTL_PROG = 1, RXO_CTL_CMD = 2 };
+
+/* After the Ethernet header: this head, then a struct rxo_prog (PROG: packet `index`'s
+ * op list) or a struct rxo_cmd (CMD).  All little-endian, as the guest is. */
+struct rxo_ctl_head {
+	__u32 magic, kind, index, pad;
+};
+
+/* What the guest's shell does next (init.sh reads it with bpftool): a new `seq` is a new
+ * command; `op`, frame count and the configuration the scenario runs under. */
+struct rxo_cmd {
+	__u32 seq, op, nframes, xdp, rx_csum, vlan_rx, pad0, pad1;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct rxo_cmd));
+} ctrl SEC(".maps");
 #else
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -165,6 +198,13 @@ int rxo_probe(struct xdp_md *ctx)
 	void *data, *end, *meta;
 	int i, j;
 
+#ifdef RXO_GUEST
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	if (data + RXO_ETH_HLEN <= end &&
+	    *(__u16 *)(data + 12) == __builtin_bswap16(RXO_CTL_PROTO))
+		return XDP_PASS; /* a control frame: rxo_ctl takes it at tcx ingress */
+#endif
 	seqp = bpf_map_lookup_elem(&seqmap, &zero);
 	if (!seqp)
 		return XDP_PASS;
@@ -287,7 +327,38 @@ int rxo_probe(struct xdp_md *ctx)
 	return action;
 }
 
-#ifndef RXO_GUEST
+#ifdef RXO_GUEST
+
+/* The control channel's receiver (tcx ingress of the guest's eth0): 0 is TCX_PASS, 2 is
+ * TCX_DROP. */
+SEC("tc")
+int rxo_ctl(struct __sk_buff *skb)
+{
+	struct rxo_ctl_head h;
+	__u32 zero = 0, slot;
+	struct rxo_prog *p;
+	struct rxo_cmd *c;
+
+	if (skb->protocol != __builtin_bswap16(RXO_CTL_PROTO))
+		return 0;
+	if (bpf_skb_load_bytes(skb, RXO_ETH_HLEN, &h, sizeof(h)) || h.magic != RXO_CTL_MAGIC)
+		return 2;
+	if (h.kind == RXO_CTL_PROG) {
+		slot = h.index;
+		if (slot >= RXO_MAX_PKTS)
+			return 2;
+		p = bpf_map_lookup_elem(&progs, &slot);
+		if (p)
+			bpf_skb_load_bytes(skb, RXO_ETH_HLEN + sizeof(h), p, sizeof(*p));
+	} else if (h.kind == RXO_CTL_CMD) {
+		c = bpf_map_lookup_elem(&ctrl, &zero);
+		if (c)
+			bpf_skb_load_bytes(skb, RXO_ETH_HLEN + sizeof(h), c, sizeof(*c));
+	}
+	return 2;
+}
+
+#else
 
 /* The peer end's program: drop whatever comes back (XDP_TX of the probed end), which
  * also keeps the peer's NAPI running so XDP_TX can reach it. */
@@ -331,6 +402,6 @@ int rxo_bounce(struct xdp_md *ctx)
 	return XDP_TX;
 }
 
-#endif /* !RXO_GUEST */
+#endif /* RXO_GUEST */
 
 char LICENSE[] SEC("license") = "GPL";

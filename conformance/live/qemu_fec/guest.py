@@ -3,9 +3,17 @@
 QEMU runs inside a network namespace of this run (``rxo<pid>q``, :mod:`conformance.live.
 netns`), with the board's ENET wired to a ``dgram`` netdev over two AF_UNIX datagram
 sockets in this run's directory: one datagram is one Ethernet frame, both ways, and no
-network address exists on either side.  The console (the board's second UART) is QEMU's
-stdio: the guest's init (``init.sh``) prints ``RXO-READY``, then runs one command per line
-and ends each with ``RXO-DONE ID STATUS``.
+network address exists on either side.
+
+The host talks to the guest over the NIC itself, the guest answers on the console (the
+board's second UART, a socket chardev).  The console's input side cannot carry commands:
+QEMU 7.2's i.MX UART never sets USR2_WAKE, so after a few receive interrupts the 6.12
+driver's flood check (``imx_uart_check_flood``, drivers/tty/serial/imx.c) soft-resets the
+port, and QEMU's soft reset leaves the receiver dead.  So a command is a few control
+frames (EtherType :data:`CTL_PROTO` from :data:`HOST_MAC` to :data:`GUEST_MAC`): the probe
+object's ``rxo_ctl`` program, at tcx ingress, copies them into the ``progs`` and ``ctrl``
+maps and drops them; the guest's init (``init.sh``) polls ``ctrl``, runs the command and
+prints ``RXO-BEGIN SEQ``, its output and ``RXO-ACK SEQ STATUS``.
 
 Teardown on every exit path: :meth:`Guest.close` (also from ``atexit`` and SIGINT/SIGTERM
 through :mod:`conformance.live.netns`), and QEMU gets SIGKILL from the kernel when the
@@ -23,12 +31,15 @@ import queue
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+
+import attrs
 
 from conformance.live import netns
 
@@ -36,6 +47,37 @@ RUN_BASE = Path(tempfile.gettempdir()) / "rx-oracle-qemu-fec"
 PR_SET_PDEATHSIG = 1
 BOOT_TIMEOUT = 240.0
 GUEST_MAC = "02:00:00:00:00:01"
+#: The source MAC of the host's control frames.
+HOST_MAC = "02:00:00:00:00:02"
+#: Control frames (``rxo_probe.bpf.c``, ``RXO_GUEST``): EtherType, magic, kinds.
+CTL_PROTO = 0x88B5
+CTL_MAGIC = 0x43584F52
+CTL_PROG, CTL_CMD = 1, 2
+#: Commands (``struct rxo_cmd``'s ``op``, ``init.sh``'s ``rxo_do``).
+RUN, RESET, DUMP, INFO = 1, 2, 3, 4
+RESEND_AFTER = 3.0
+_ETH_HEAD = bytes.fromhex(GUEST_MAC.replace(":", "") + HOST_MAC.replace(":", ""))
+_CTL_HEAD = struct.Struct("<4I")
+
+
+@attrs.frozen
+class Command:
+    """``struct rxo_cmd``: what the guest's shell does next (its ``rxo_cmd``)."""
+
+    seq: int
+    op: int
+    nframes: int
+    xdp: int
+    rx_csum: int  # 0 off, 1 on, 2 leave alone
+    vlan_rx: int
+
+    def pack(self) -> bytes:
+        return struct.pack("<8I", self.seq, self.op, self.nframes, self.xdp, self.rx_csum,
+                           self.vlan_rx, 0, 0)
+
+
+def _tristate(value: bool | None) -> int:
+    return 2 if value is None else int(value)
 
 
 class GuestError(Exception):
@@ -57,7 +99,7 @@ class Guest:
         self.ns: str | None = None
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.log: list[str] = []
-        self._next = 0
+        self._seq = 0
         _live.append(self)
         try:
             self._start(kernel, dtb, initrd, machine, qemu, boot_timeout)
@@ -134,50 +176,83 @@ class Guest:
     def tail(self, n: int = 25) -> str:
         return "\n".join(self.log[-n:])
 
-    def _until(self, done: object, timeout: float, what: str,
-               poke: bool = False) -> list[str]:
-        """Console lines up to the one ``done`` accepts.  With ``poke``, an empty line is
-        sent after each second of silence: the emulated UART can hold the last bytes of a
-        command until more input arrives (seen with QEMU 7.2's i.MX UART)."""
+    def _until(self, done: Callable[[str], bool], timeout: float, what: str) -> list[str]:
+        """Console lines up to the one ``done`` accepts."""
         out: list[str] = []
         deadline = time.monotonic() + timeout
         while True:
-            wait = max(0.0, deadline - time.monotonic())
             try:
-                line = self.lines.get(timeout=min(wait, 1.0) if poke else wait)
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                if poke and time.monotonic() < deadline:
-                    self._write(b"\n")
-                    continue
                 raise GuestError(f"guest {what}: no answer in {timeout:.0f} s\n"
                                  f"{self.tail()}") from None
             if line is None:
                 raise GuestError(f"guest {what}: QEMU exited "
                                  f"({self.proc.poll() if self.proc else '?'})\n{self.tail()}")
             out.append(line)
-            if callable(done) and done(line):
+            if done(line):
                 return out
 
-    def command(self, line: str, timeout: float = 30.0, check: bool = True) -> list[str]:
-        """Run ``line`` in the guest's shell; its output lines (status checked)."""
-        self._next += 1
-        tag = f"RXO-DONE {self._next} "
-        self._write(f"{self._next} {line}\n".encode())
-        out = self._until(lambda text: text.startswith(tag), timeout, repr(line[:60]),
-                          poke=True)
-        status = out.pop()[len(tag):].strip()
-        if check and status != "0":
-            raise GuestError(f"guest command {line[:80]!r} exited {status}:\n"
-                             + "\n".join(out[-20:]))
+    # --- the control channel: frames in, console lines out ------------------------------
+
+    def _control_frames(self, cmd: Command, programs: Sequence[bytes]) -> list[bytes]:
+        head = _ETH_HEAD + CTL_PROTO.to_bytes(2, "big")
+        out = [head + _CTL_HEAD.pack(CTL_MAGIC, CTL_PROG, i, 0) + prog
+               for i, prog in enumerate(programs)]
+        out.append(head + _CTL_HEAD.pack(CTL_MAGIC, CTL_CMD, 0, 0) + cmd.pack())
         return out
 
-    def _write(self, data: bytes) -> None:
-        if self.proc is None:
-            raise GuestError("guest is closed")
-        try:
-            self.console.sendall(data)
-        except OSError as exc:
-            raise GuestError(f"guest console: {exc}\n{self.tail()}") from exc
+    def control(self, op: int, *, nframes: int = 0, xdp: bool = False,
+                rx_csum: bool | None = None, vlan_rx: bool | None = None,
+                programs: Sequence[bytes] = (), frames: Sequence[bytes] = (),
+                timeout: float = 60.0) -> list[str]:
+        """Send command ``op`` (:data:`RUN`, :data:`RESET`, :data:`DUMP`, :data:`INFO`) as
+        control frames and return the guest's console lines up to its ``RXO-ACK``.
+
+        ``programs`` (one ``struct rxo_prog`` per packet) travel ahead of the command.  For
+        :data:`RUN`, ``frames`` are sent once the guest says ``RXO-ARMED`` (the device was
+        just reopened).  The control frames are sent again while the guest has not begun
+        the command (a frame can be lost while the previous scenario's ring is busy); once
+        it has begun they are not, as a late copy would be counted by the new device."""
+        self._seq += 1
+        seq = self._seq
+        cmd = Command(seq, op, nframes, int(xdp), _tristate(rx_csum), _tristate(vlan_rx))
+        control = self._control_frames(cmd, programs)
+        out: list[str] = []
+        begun = False
+        deadline = time.monotonic() + timeout
+        resend = 0.0
+        while True:
+            now = time.monotonic()
+            if not begun and now >= resend:
+                self.send(control)
+                resend = now + RESEND_AFTER
+            if now > deadline:
+                raise GuestError(f"guest command {seq} (op {op}): no answer in {timeout:.0f} s"
+                                 f"\n{self.tail()}")
+            try:
+                line = self.lines.get(timeout=min(0.2, max(0.01, deadline - now)))
+            except queue.Empty:
+                continue
+            if line is None:
+                raise GuestError(f"guest command {seq}: QEMU exited "
+                                 f"({self.proc.poll() if self.proc else '?'})\n{self.tail()}")
+            if line == f"RXO-BEGIN {seq}":
+                begun = True
+                continue
+            if not begun:
+                continue
+            if line == f"RXO-ARMED {seq}":
+                self.drain()
+                self.send(frames)
+                continue
+            if line.startswith(f"RXO-ACK {seq} "):
+                status = line.split()[-1]
+                if status != "0":
+                    raise GuestError(f"guest command {seq} (op {op}) exited {status}:\n"
+                                     + "\n".join(out[-20:]))
+                return out
+            out.append(line)
 
     def send(self, frames: Sequence[bytes]) -> None:
         assert self.sock is not None

@@ -1,7 +1,9 @@
 #!/bin/busybox sh
 # rx-oracle qemu-fec guest init (conformance/live/qemu_fec/guest.py drives it).
-# Sets up eth0 with the fec driver and the probe, prints "RXO-READY", then runs one
-# command per console line ("ID COMMAND"), each followed by "RXO-DONE ID STATUS".
+# Sets up eth0 with the fec driver and the probe, prints "RXO-READY", then polls the
+# probe's control map for commands the host sent as control frames (the serial console
+# only carries output: its input side dies on QEMU 7.2, see guest.py).  Each command
+# prints "RXO-BEGIN SEQ", its output, and "RXO-ACK SEQ STATUS".
 /bin/busybox --install -s /bin
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 mount -t proc proc /proc
@@ -20,81 +22,134 @@ echo 1 > /proc/sys/net/ipv6/conf/eth0/disable_ipv6
 ip link set eth0 promisc on
 S=/sys/class/net/eth0/statistics
 M=/sys/fs/bpf/rxom
-if ! bpftool prog load /probe.o /sys/fs/bpf/rxo pinmaps $M; then
+P=/sys/fs/bpf/rxo
+if ! bpftool prog loadall /probe.o $P pinmaps $M; then
 	echo "RXO-FAIL probe load"
 fi
 echo 1 > /proc/sys/net/core/bpf_jit_enable 2>/dev/null
+ip link set eth0 up
+bpftool net attach tcx_ingress pinned $P/rxo_ctl dev eth0 || echo "RXO-FAIL control attach"
 dmesg -n 1
-# (no stty: reconfiguring the emulated UART can lose its receive state)
 
-# rxo_reset XDP CSUM: program off, down, rx checksum on/off, program on if XDP=1, up,
-# carrier, packet counter back to 0; prints the netdev counters as the baseline.
-rxo_reset() {
-	bpftool net detach xdpdrv dev eth0 2>/dev/null
-	ip link set eth0 down
-	[ -n "$2" ] && ethtool -K eth0 rx "$2" >/dev/null 2>&1
-	if [ "$1" = 1 ]; then
-		bpftool net attach xdpdrv pinned /sys/fs/bpf/rxo dev eth0 || return 1
-	fi
-	ip link set eth0 up || return 1
+# rxo_carrier: until the PHY reports the link (or 4 s).
+rxo_carrier() {
 	n=0
 	while [ "$(cat /sys/class/net/eth0/carrier 2>/dev/null)" != 1 ] && [ $n -lt 400 ]; do
 		sleep 0.01; n=$((n + 1))
 	done
-	[ "$(cat /sys/class/net/eth0/carrier)" = 1 ] || return 2
+	[ "$(cat /sys/class/net/eth0/carrier)" = 1 ]
+}
+
+# rxo_reset XDP CSUM VLAN: program off, down, rx checksum and VLAN stripping on/off (not
+# on the legacy board, whose imx27 quirks offer neither), the probe on if XDP=1, up,
+# carrier, the probe's packet counter back to 0.  Down/up is what makes the device new:
+# fec_enet_close frees the ring, the page_pool and the XDP counters, fec_enet_open builds
+# them again.
+rxo_reset() {
+	bpftool net detach xdpdrv dev eth0 2>/dev/null
+	ip link set eth0 down
+	if [ "$2" != - ]; then
+		ethtool -K eth0 rx "$2" rxvlan "$3" >/dev/null 2>&1
+	fi
+	if [ "$1" = 1 ]; then
+		bpftool net attach xdpdrv pinned $P/rxo_probe dev eth0 || return 1
+	fi
+	ip link set eth0 up || return 1
+	rxo_carrier || return 2
 	bpftool map update pinned $M/seqmap key hex 00 00 00 00 value hex 00 00 00 00
-	rxo_netdev
 }
 
 rxo_netdev() {
 	for f in $S/*; do echo "RXO-NETDEV ${f##*/} $(cat $f)"; done
 }
 
-# rxo_prog I BYTES...: op list of packet I (a struct rxo_prog in hex).
-rxo_prog() {
-	i=$1; shift
-	bpftool map update pinned $M/progs key hex $(rxo_key "$i") value hex "$@"
-}
-
-rxo_key() {
-	printf '%02x %02x 00 00' $(($1 & 255)) $(($1 >> 8 & 255))
+rxo_seen() {
+	echo $(($(cat $S/rx_packets) + $(cat $S/rx_errors)))
 }
 
 # rxo_wait N BASE: until rx_packets + rx_errors reach BASE + N (or 3 s), then settle.
 rxo_wait() {
 	n=0
-	while [ $(($(cat $S/rx_packets) + $(cat $S/rx_errors))) -lt $(($2 + $1)) ] && [ $n -lt 300 ]; do
+	while [ "$(rxo_seen)" -lt $(($2 + $1)) ] && [ $n -lt 300 ]; do
 		sleep 0.01; n=$((n + 1))
 	done
 	sleep 0.05
 }
 
-# rxo_dump N: the probe's N records, ethtool -S and the netdev counters.
+# rxo_dump N: the probe's first N records (one bpftool for all), its packet counter,
+# ethtool -S and the netdev counters.
 rxo_dump() {
+	: > /tmp/batch
 	i=0
 	while [ $i -lt "$1" ]; do
-		echo "RXO-REC $i"
-		bpftool map lookup pinned $M/records key hex $(rxo_key $i)
+		printf 'map lookup pinned %s/records key hex %02x %02x 00 00\n' $M \
+			$((i & 255)) $((i >> 8 & 255)) >> /tmp/batch
 		i=$((i + 1))
 	done
-	echo "RXO-SEQ"
-	bpftool map lookup pinned $M/seqmap key hex 00 00 00 00
+	echo "map lookup pinned $M/seqmap key hex 00 00 00 00" >> /tmp/batch
+	echo "RXO-RECORDS"
+	bpftool batch file /tmp/batch
+	echo "RXO-END-RECORDS"
 	ethtool -S eth0 | sed -n 's/^ *\([a-z0-9_]*\): \([0-9]*\)$/RXO-ETHTOOL \1 \2/p'
 	rxo_netdev
 }
 
-# The console's receive side stops after a few dozen bytes on QEMU 7.2's i.MX UART unless
-# the port is opened afresh: each command line is read from a new open of the tty, made
-# before the previous command's RXO-DONE (or RXO-READY) is printed so no byte is missed.
-# Known limit (QEMU 7.2): the console's receive side dies after about four receive
-# interrupts: QEMU's i.MX UART never sets USR2_WAKE, so the driver's RX flood check
-# (imx_uart_check_flood) soft-resets the port, and QEMU's soft reset also clears the
-# control registers.  A few short commands work; see guest.py.
+# rxo_cmd: the control map's command into CSEQ COP CN CXDP CCSUM CVLAN (each field a
+# little-endian u32 as bpftool prints it: hex bytes, after the 4 key bytes).
+rxo_cmd() {
+	set -- $(bpftool map lookup pinned $M/ctrl key hex 00 00 00 00 2>/dev/null |
+		sed 's/key://; s/value://')
+	[ $# -ge 36 ] || return 1
+	shift 4
+	CSEQ=$((0x$4$3$2$1)); shift 4
+	COP=$((0x$4$3$2$1)); shift 4
+	CN=$((0x$4$3$2$1)); shift 4
+	CXDP=$((0x$4$3$2$1)); shift 4
+	CCSUM=$((0x$4$3$2$1)); shift 4
+	CVLAN=$((0x$4$3$2$1))
+}
+
+onoff() {
+	case $1 in 0) echo off ;; 1) echo on ;; *) echo - ;; esac
+}
+
+# The commands (struct rxo_cmd's op).
+# 1 RUN: reset, print the baseline and "RXO-ARMED SEQ" (the host then sends the
+#   scenario's frames), wait for them, dump.
+# 2 RESET: reset only.  3 DUMP: dump N records.  4 INFO: driver and kernel.
+rxo_do() {
+	case $COP in
+	1)
+		rxo_reset "$CXDP" "$(onoff "$CCSUM")" "$(onoff "$CVLAN")" || return
+		rxo_netdev
+		base=$(rxo_seen)
+		echo "RXO-ARMED $CSEQ"
+		rxo_wait "$CN" "$base"
+		if [ "$CXDP" = 1 ]; then rxo_dump "$CN"; else rxo_dump 0; fi
+		;;
+	2) rxo_reset "$CXDP" "$(onoff "$CCSUM")" "$(onoff "$CVLAN")" && rxo_netdev ;;
+	3) rxo_dump "$CN" ;;
+	4)
+		echo "RXO-INFO driver $(basename "$(readlink /sys/class/net/eth0/device/driver)")"
+		echo "RXO-INFO kernel $(uname -r)"
+		echo "RXO-INFO compatible $(tr '\0' ' ' < /sys/class/net/eth0/device/of_node/compatible)"
+		;;
+	*) return 64 ;;
+	esac
+}
+
 echo "RXO-READY $(cut -d' ' -f1 /proc/uptime)"
-while IFS= read -r line; do
-	[ -z "$line" ] && continue
-	id=${line%% *}
-	eval "${line#* }"
-	echo "RXO-DONE $id $?"
+last=0
+while :; do
+	if rxo_cmd && [ "$CSEQ" != "$last" ] && [ "$CSEQ" != 0 ]; then
+		# Read again: the command's copy into the map is long complete by now.
+		sleep 0.02
+		rxo_cmd
+		last=$CSEQ
+		echo "RXO-BEGIN $CSEQ"
+		rxo_do
+		echo "RXO-ACK $CSEQ $?"
+	else
+		sleep 0.03
+	fi
 done
-echo "RXO-EOF"
