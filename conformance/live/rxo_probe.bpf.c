@@ -201,8 +201,9 @@ int rxo_probe(struct xdp_md *ctx)
 #ifdef RXO_GUEST
 	data = (void *)(long)ctx->data;
 	end = (void *)(long)ctx->data_end;
-	if (data + RXO_ETH_HLEN <= end &&
-	    *(__u16 *)(data + 12) == __builtin_bswap16(RXO_CTL_PROTO))
+	if (data + RXO_ETH_HLEN + 4 <= end &&
+	    *(__u16 *)(data + 12) == __builtin_bswap16(RXO_CTL_PROTO) &&
+	    *(__u32 *)(data + RXO_ETH_HLEN) == RXO_CTL_MAGIC)
 		return XDP_PASS; /* a control frame: rxo_ctl takes it at tcx ingress */
 #endif
 	seqp = bpf_map_lookup_elem(&seqmap, &zero);
@@ -329,8 +330,10 @@ int rxo_probe(struct xdp_md *ctx)
 
 #ifdef RXO_GUEST
 
-/* The control channel's receiver (tcx ingress of the guest's eth0): 0 is TCX_PASS, 2 is
- * TCX_DROP. */
+/* The control channel's receiver (tcx ingress of the guest's eth0).  It drops every frame
+ * (2 is TCX_DROP): scenario frames the driver hands to the stack end here, so no protocol
+ * answers them and the stack counts no drops of its own into rx_dropped (dev_get_stats
+ * adds those to the driver's; sch_handle_ingress frees a dropped skb without counting). */
 SEC("tc")
 int rxo_ctl(struct __sk_buff *skb)
 {
@@ -340,7 +343,7 @@ int rxo_ctl(struct __sk_buff *skb)
 	struct rxo_cmd *c;
 
 	if (skb->protocol != __builtin_bswap16(RXO_CTL_PROTO))
-		return 0;
+		return 2;
 	if (bpf_skb_load_bytes(skb, RXO_ETH_HLEN, &h, sizeof(h)) || h.magic != RXO_CTL_MAGIC)
 		return 2;
 	if (h.kind == RXO_CTL_PROG) {

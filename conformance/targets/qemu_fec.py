@@ -28,6 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from conformance.components import fec
 from conformance.scenario import Scenario
 from conformance.targets.base import Capabilities, TargetError
 from reference.fec.counters import NetStats
@@ -35,16 +36,11 @@ from reference.fec.state import RX_RING_SIZE, TX_RING_SIZE
 from reference.xdp.actions import ACTION_NAMES, XdpAction
 
 REPORTS = ("packets[*].verdict", "packets[*].ops*", "wire*", "counters.*", "ethtool.*")
-#: What each board variant fixes in the fec config (the driver's quirks for the SoC the
-#: device tree names, and the ring sizes fec_main.c compiles in).
-BOARD_CONFIG: dict[str, dict[str, Any]] = {
-    "sabrelite": {"byte_order": "little", "bufdesc_ex": True, "racc": True,
-                  "rx_ring_size": RX_RING_SIZE, "tx_ring_size": TX_RING_SIZE,
-                  "xdp_tx_frame": False, "redirect_ok": False},
-    "sabrelite-legacy": {"byte_order": "little", "bufdesc_ex": False, "racc": False,
-                         "rx_csum": False, "vlan_rx": False,
-                         "rx_ring_size": RX_RING_SIZE, "tx_ring_size": TX_RING_SIZE,
-                         "xdp_tx_frame": False, "redirect_ok": False},
+#: What each board variant fixes in the fec config (:mod:`conformance.components.fec`): the
+#: quirks of the compatible its device tree names, and the ring sizes fec.h compiles in.
+BOARD_CONFIG: dict[str, Mapping[str, Any]] = {
+    "sabrelite": fec.IMX6Q,            # fsl,imx6q-fec: extended descriptors, RACC
+    "sabrelite-legacy": fec.IMX27,     # the DT patched to fsl,imx27-fec: legacy descriptors
 }
 _DEFAULTS = {"byte_order": "little", "bufdesc_ex": True, "racc": True, "rx_csum": True,
              "vlan_rx": True, "rx_ring_size": RX_RING_SIZE, "tx_ring_size": TX_RING_SIZE,
@@ -98,6 +94,11 @@ class QemuFecTarget:
         self.frames_run = 0
 
     @property
+    def fixed_config(self) -> Mapping[str, Any]:
+        """The board's fec config (``test_fec_board_agrees_with_reference`` draws it)."""
+        return self.fixed
+
+    @property
     def capabilities(self) -> Capabilities:
         return Capabilities(frozenset({"fec"}), REPORTS)
 
@@ -132,7 +133,7 @@ class QemuFecTarget:
 
     def run(self, scenario: Scenario) -> dict[str, Any]:
         from conformance.live.probe import ProbeError, decode_record, encode_program
-        from conformance.live.qemu_fec.guest import GuestError
+        from conformance.live.qemu_fec.guest import RUN, GuestError
 
         reason = self.supports(scenario)
         if reason:
@@ -145,23 +146,20 @@ class QemuFecTarget:
         programs: list[Sequence[Mapping[str, Any]]] = [
             scenario.program_for(i) or () for i in range(len(frames))]
         cfg = {**_DEFAULTS, **scenario.config}
+        legacy = self.board == "sabrelite-legacy"
         try:
-            if xdp:
-                for i, ops in enumerate(programs):
-                    g.command(f"rxo_prog {i} {encode_program(ops).hex(' ')}")
-            features = "" if self.board == "sabrelite-legacy" else (
-                f" {'on' if cfg['rx_csum'] else 'off'} {'on' if cfg['vlan_rx'] else 'off'}")
-            base = _netdev(g.command(f"rxo_reset {int(xdp)}{features}", timeout=60))
-            g.drain()
-            g.send(frames)
-            seen = base["rx_packets"] + base["rx_errors"]
-            out = g.command(f"rxo_wait {len(frames)} {seen}; rxo_dump "
-                            f"{len(frames) if xdp else 0}", timeout=60)
+            out = g.control(RUN, nframes=len(frames), xdp=xdp,
+                            rx_csum=None if legacy else bool(cfg["rx_csum"]),
+                            vlan_rx=None if legacy else bool(cfg["vlan_rx"]),
+                            programs=[encode_program(ops) for ops in programs] if xdp else (),
+                            frames=frames)
             wire = g.receive(0, timeout=0.3, grace=0.1)
         except (GuestError, ProbeError) as exc:
             raise TargetError(f"{self.name}: {exc}") from exc
-        records = _records(out)
-        seq = _seq(out)
+        armed = out.index(next(line for line in out if line.startswith("RXO-RECORDS")))
+        base = _netdev(out[:armed])
+        out = out[armed:]
+        records, seq = _records(out)
         packets: list[dict[str, Any]] = []
         if xdp:
             if seq != len(frames) or len(records) != len(frames):
@@ -239,35 +237,30 @@ def _ethtool(lines: list[str]) -> dict[str, int]:
     return out
 
 
-def _records(lines: list[str]) -> list[bytes]:
-    """``bpftool map lookup`` of raw (BTF-less) values: the hex bytes after ``value:``."""
-    out: list[bytes] = []
+def _records(lines: list[str]) -> tuple[list[bytes], int]:
+    """The dump's probe records and packet counter.
+
+    ``init.sh``'s ``rxo_dump`` prints, between ``RXO-RECORDS`` and ``RXO-END-RECORDS``, one
+    ``bpftool map lookup`` per record (a BTF-less value: ``key:``, hex, ``value:``, hex)
+    and then ``seqmap[0]`` (which has BTF: printed as ``"value": N``)."""
+    try:
+        body = lines[lines.index("RXO-RECORDS") + 1:lines.index("RXO-END-RECORDS")]
+    except ValueError:
+        return [], -1
+    records: list[bytes] = []
     current: list[str] | None = None
-    for line in lines:
-        if line.startswith("RXO-REC ") or line.startswith("RXO-SEQ"):
-            if current is not None:
-                out.append(bytes.fromhex("".join(current)))
-            current = [] if line.startswith("RXO-REC ") else None
-            in_value = False
-            continue
-        if current is None:
-            continue
-        if line.startswith("value:"):
-            in_value = True
-            line = line[len("value:"):]
-        elif line.startswith("key:"):
-            in_value = False
-            continue
-        if in_value:
-            current += [t for t in line.split() if _OP_OUT.match(t)]
-    return out
-
-
-def _seq(lines: list[str]) -> int:
-    """The probe's packet counter (``seqmap[0]``) from the dump."""
-    text = " ".join(lines[lines.index("RXO-SEQ") + 1:] if "RXO-SEQ" in lines else [])
-    match = re.search(r'"value":\s*(\d+)', text)
-    if match:
-        return int(match.group(1))
-    tokens = re.findall(r"\b[0-9a-f]{2}\b", text.split("value:")[-1])
-    return int.from_bytes(bytes.fromhex("".join(tokens[:4])), "little") if tokens else -1
+    rest: list[str] = []
+    for line in body:
+        if line.startswith("key:"):
+            current = None
+        elif line.startswith("value:"):
+            current = []
+            records.append(b"")
+        elif current is not None and all(_OP_OUT.match(t) for t in line.split()):
+            current += line.split()
+            records[-1] = bytes.fromhex("".join(current))
+        else:
+            current = None
+            rest.append(line)
+    match = re.search(r'"value":\s*(\d+)', " ".join(rest))
+    return records, int(match.group(1)) if match else -1
