@@ -1,15 +1,27 @@
 """Running one scenario on a target and judging it against the reference.
 
-A property generates scenarios and calls :func:`check`; the verdict is expressed
-the pytest way (pass, :class:`RuleMismatch` failure, skip), and the plugin turns it
-into per-rule verdicts.  Only the rules that govern the first differing field are
-failed, so a target that breaks one rule is flagged under that rule alone.
+A property generates scenarios and calls :func:`check`; the verdict is expressed the
+pytest way, and the plugin turns it into per-rule verdicts:
+
+- the target answered and agrees: pass;
+- it answered and disagrees: :class:`RuleMismatch`, and only the rules that govern the
+  first differing field fail, so a target that breaks one rule is flagged under it alone;
+- it misbehaved on this input (raised, crashed, hung, printed garbage, returned
+  observables that break the component's schema): :class:`TargetFault`, a failure of the
+  property's rules with the scenario, the kind of misbehaviour and a replay command,
+  shrunk by hypothesis like any other failure;
+- it cannot answer this scenario by design: skipped as *not applicable*.
+
+A target that fails on every input it is given is not judged at all: after
+:data:`MAX_FAULTS_WITHOUT_SUCCESS` faults and no answer, the rest of the run is skipped
+as a *target error* and ``rx-oracle`` exits 2 (see :class:`TargetSession`).
 """
 
 from __future__ import annotations
 
 import json
 import shlex
+import traceback
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,50 +30,141 @@ import pytest
 from conformance.components import Component
 from conformance.observe import Comparison, compare
 from conformance.scenario import Scenario, to_jsonable
-from conformance.targets.base import Target, TargetError
+from conformance.targets.base import NotApplicable, Target, TargetError
+from conformance.targets.reference import ReferenceTarget
+from conformance.validate import observables_problem
 
-#: After this many target errors in a row a target is considered broken: the
+#: A target that has faulted this many times without ever answering is broken: the
 #: remaining cases are skipped at once instead of each waiting for a timeout.
-MAX_CONSECUTIVE_TARGET_ERRORS = 3
+MAX_FAULTS_WITHOUT_SUCCESS = 3
+
+#: Hypothesis shrinks a fault like any failure.  A hang costs a whole timeout per try and
+#: a crash or garbage answer a restart of the target, so after this many of them in one
+#: property shrinking stops and the smallest faulting scenario seen is reported.
+MAX_HANGS_PER_PROPERTY = 4
+MAX_RESTARTS_PER_PROPERTY = 12
 
 
 class RuleMismatch(AssertionError):
-    """The target disagreed with the reference on a field governed by ``rules``."""
+    """The target disagreed with the reference on a field governed by ``rules``.
+
+    ``mask`` lists the observable paths the property did not compare, so a saved
+    failure replays exactly as the property judged it.
+    """
 
     def __init__(
-        self, message: str, rules: tuple[str, ...], scenario: Scenario, expected: dict[str, Any]
+        self,
+        message: str,
+        rules: tuple[str, ...],
+        scenario: Scenario,
+        expected: dict[str, Any],
+        mask: tuple[str, ...] = (),
+        spec: str = "",
     ) -> None:
         super().__init__(message)
         self.rules = rules
         self.scenario = scenario
         self.expected = expected
+        self.mask = mask
+        self.spec = spec
 
 
-class TargetBroken(Exception):
-    """Raised into pytest as a skip whose reason starts with ``target error``."""
+class TargetFault(RuleMismatch):
+    """The target misbehaved on this input; every rule of the property fails.
+
+    No field can be blamed (there is no answer to compare), so ``rules`` is empty and
+    the plugin fails all the rules the property names.
+    """
+
+    def __init__(
+        self, kind: str, detail: str, scenario: Scenario, expected: dict[str, Any],
+        mask: tuple[str, ...], spec: str,
+    ) -> None:
+        self.kind = kind
+        self.detail = detail
+        super().__init__(fault_text(spec, kind, detail, scenario), (), scenario, expected,
+                         mask, spec)
+
+
+class ShrinkStopped(BaseException):
+    """Ends a property whose target keeps hanging or crashing (hypothesis does not catch
+    a BaseException other than its own, so this stops the shrinking at once).
+
+    It carries the smallest fault seen; the plugin reports it as the property's failure.
+    """
+
+    def __init__(self, fault: TargetFault, cost: str) -> None:
+        super().__init__(f"{fault}\n(shrinking stopped after {cost} of the target)")
+        self.fault = fault
 
 
 class TargetSession:
-    """A target plus the bookkeeping of its errors during one run."""
+    """A target plus the bookkeeping of its faults during one run (or one xdist worker)."""
 
     def __init__(self, target: Target, spec: str) -> None:
         self.target = target
         self.spec = spec
-        self.errors: list[str] = []
-        self._consecutive = 0
+        self.answers = 0
+        self.faults: list[str] = []
+        self.broken: str | None = None
+        # The built-in reference is the schemas' source: checking it against them is a
+        # test (tests/test_schemas.py), not a per-run cost.
+        self._check_schema = type(target) is not ReferenceTarget
+        self._hangs = 0
+        self._restarts = 0
+        self._smallest: tuple[int, TargetFault] | None = None
 
-    def run(self, scenario: Scenario) -> dict[str, Any]:
-        if self._consecutive >= MAX_CONSECUTIVE_TARGET_ERRORS:
-            pytest.skip(f"target error: {self.spec} gave up after "
-                        f"{MAX_CONSECUTIVE_TARGET_ERRORS} target errors in a row")
+    def begin_property(self) -> None:
+        """Called by the plugin before each test: the shrink budgets are per property."""
+        self._hangs = 0
+        self._restarts = 0
+        self._smallest = None
+
+    def run(
+        self, scenario: Scenario, expected: dict[str, Any], mask: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
+        """The target's observables, or a :class:`TargetFault` for this input."""
+        if self.broken is not None:
+            pytest.skip(f"target error: {self.broken}")
         try:
             observables = self.target.run(scenario)
+        except NotApplicable as exc:
+            pytest.skip(f"not applicable: {exc}")
         except TargetError as exc:
-            self._consecutive += 1
-            self.errors.append(str(exc))
-            pytest.skip(f"target error: {exc}")
-        self._consecutive = 0
+            raise self._fault(exc.kind, str(exc), scenario, expected, mask) from None
+        except (Exception, SystemExit) as exc:  # a Python target's own bug on this input
+            raise self._fault("exception", _describe(exc), scenario, expected, mask) from None
+        problem = _not_observables(observables)
+        if problem:
+            raise self._fault("garbage", problem, scenario, expected, mask)
+        if self._check_schema:
+            problem = observables_problem(scenario.component, to_jsonable(observables))
+            if problem:
+                raise self._fault("schema", problem, scenario, expected, mask)
+        self.answers += 1
         return observables
+
+    def _fault(
+        self, kind: str, detail: str, scenario: Scenario, expected: dict[str, Any],
+        mask: tuple[str, ...],
+    ) -> TargetFault | ShrinkStopped:
+        fault = TargetFault(kind, detail, scenario, expected, mask, self.spec)
+        self.faults.append(f"{kind}: {detail}")
+        if self.answers == 0 and len(self.faults) >= MAX_FAULTS_WITHOUT_SUCCESS:
+            self.broken = (f"{self.spec} failed on each of the first {len(self.faults)} "
+                           f"inputs and never answered; first: {self.faults[0]}")
+        size = len(json.dumps(scenario.to_json()))
+        if self._smallest is None or size < self._smallest[0]:
+            self._smallest = (size, fault)
+        if kind == "hang":
+            self._hangs += 1
+            if self._hangs >= MAX_HANGS_PER_PROPERTY:
+                return ShrinkStopped(self._smallest[1], f"{self._hangs} hangs")
+        elif kind in ("crash", "garbage"):
+            self._restarts += 1
+            if self._restarts >= MAX_RESTARTS_PER_PROPERTY:
+                return ShrinkStopped(self._smallest[1], f"{self._restarts} restarts")
+        return fault
 
 
 def check(
@@ -78,32 +181,33 @@ def check(
     ``expected`` defaults to the reference model's observables; a property that
     checks against an independent reference (a published vector) passes its own.
     """
+    mask = tuple(mask)
     if expected is None:
         expected = component.expected(scenario)
     caps = session.target.capabilities
     if scenario.component not in caps.components:
         pytest.skip(f"not applicable: {session.spec} does not implement {scenario.component!r}")
-    # A target bound to real hardware may reproduce only some configurations (qemu-fec).
-    supports = getattr(session.target, "supports", None)
-    reason = supports(scenario) if callable(supports) else None
-    if reason:
-        pytest.skip(f"not applicable: {reason}")
-    actual = session.run(scenario)
+    actual = session.run(scenario, expected, mask)
     result = compare(to_jsonable(expected), to_jsonable(actual), mask=mask,
                      reports=caps.reports, rules_for=component.rules_in(scenario))
     first = result.first
     if first is not None:
         text = reproducer(session.spec, scenario, result)
         raise RuleMismatch(f"{context}: {text}" if context else text, first.rules, scenario,
-                           expected)
+                           expected, mask, session.spec)
     return result
+
+
+def replay_command(spec: str, scenario: Scenario) -> str:
+    """The one-line command that runs ``scenario`` on the target ``spec`` again."""
+    scenario_json = json.dumps(scenario.to_json(), separators=(",", ":"))
+    return "rx-oracle replay --target " + shlex.quote(spec) + " " + shlex.quote(scenario_json)
 
 
 def reproducer(spec: str, scenario: Scenario, result: Comparison) -> str:
     """The failure text: the rule, the first differing field, the scenario, a replay line."""
     first = result.first
     assert first is not None
-    scenario_json = json.dumps(scenario.to_json(), separators=(",", ":"))
     lines = [
         f"rule {', '.join(first.rules) or '(unattributed)'}: first differing field "
         f"{first.describe()}",
@@ -112,7 +216,34 @@ def reproducer(spec: str, scenario: Scenario, result: Comparison) -> str:
     if more:
         lines.append(f"({more} more differing field{'s' if more > 1 else ''})")
     lines += [
-        f"scenario: {scenario_json}",
-        "replay: rx-oracle replay --target " + shlex.quote(spec) + " " + shlex.quote(scenario_json),
+        "scenario: " + json.dumps(scenario.to_json(), separators=(",", ":")),
+        "replay: " + replay_command(spec, scenario),
     ]
     return "\n".join(lines)
+
+
+def fault_text(spec: str, kind: str, detail: str, scenario: Scenario) -> str:
+    """The failure text of a target fault: what went wrong, the scenario, a replay line."""
+    return "\n".join([
+        f"target fault ({kind}): {detail}",
+        "scenario: " + json.dumps(scenario.to_json(), separators=(",", ":")),
+        "replay: " + replay_command(spec, scenario),
+    ])
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message`` and where it was raised: enough to find the bug, no traceback."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def _not_observables(value: Any) -> str:
+    """Why ``value`` cannot be observables (an object of JSON data), or ``""``."""
+    if not isinstance(value, dict):
+        return f"run() returned {type(value).__name__}, not an object of observables"
+    try:
+        json.dumps(to_jsonable(value), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return f"run() returned observables that are not JSON data: {exc}"
+    return ""

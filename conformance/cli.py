@@ -1,8 +1,14 @@
 """The ``rx-oracle`` command line.
 
 ``rx-oracle conformance`` runs the conformance properties (``conformance/properties``)
-against a target and prints one verdict per SPEC rule.  Exit codes: 0 conformant,
-1 non-conformant, 2 usage or target error.
+against a target and prints one verdict per SPEC rule.  Exit codes:
+
+- 0: every checked rule passed;
+- 1: some rule failed: the target disagreed with the reference, or misbehaved on an
+  input (a *target fault*: it raised, crashed, hung, or answered garbage on that input);
+- 2: no verdict: a usage error (one line on stderr naming the option, the value and what
+  is wrong), a target that cannot run at all (cannot be loaded or started, or failed on
+  every input it was given), or an interrupted run.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 import pytest
 
 from conformance import plugin
+from conformance.usage import UsageError, check_target, check_timeout
 from reference import KERNEL_VERSION, __version__
 
 EXIT_OK, EXIT_NONCONFORMANT, EXIT_ERROR = 0, 1, 2
@@ -94,31 +101,40 @@ def _components() -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "conformance":
-        return conformance(args)
-    if args.command == "replay":
-        return replay(args)
-    if args.command == "explain":
-        return explain(args)
-    if args.command == "fixtures":
-        from conformance.fixtures import cli as fixtures_cli
+    try:
+        if args.command == "conformance":
+            return conformance(args)
+        if args.command == "replay":
+            return replay(args)
+        if args.command == "explain":
+            return explain(args)
+        if args.command == "fixtures":
+            from conformance.fixtures import cli as fixtures_cli
 
-        return fixtures_cli.main(args)
+            return fixtures_cli.main(args)
+    except UsageError as exc:
+        print(f"rx-oracle: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("rx-oracle: interrupted", file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_ERROR  # pragma: no cover - argparse enforces the sub-command
 
 
 def conformance(args: argparse.Namespace) -> int:
     unknown = sorted(set(args.driver) - set(_components()))
     if unknown:
-        print(f"rx-oracle: unknown driver or component {', '.join(unknown)}; "
-              f"known: {', '.join(_components())}", file=sys.stderr)
-        return EXIT_ERROR
+        raise UsageError(f"--driver {', '.join(unknown)}: no such driver or component; "
+                         f"known: {', '.join(_components())}")
     paths = [str(PROPERTIES_DIR / f"test_{d}.py") for d in args.driver] or [str(PROPERTIES_DIR)]
     return run_suite(args, paths)
 
 
 def run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str] = ()) -> int:
     """Run pytest on ``paths`` with the plugin; print the per-rule table; map exit codes."""
+    from conformance import usage
+
+    usage.check_suite_options(args)
     pytest_args = [
         *paths,
         *extra,
@@ -155,13 +171,22 @@ def run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str] =
         plugins.append(_Progress())
     code = pytest.main(pytest_args, plugins=plugins)
     verdicts = capture.verdicts
-    target_errors = capture.target_errors
-    if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR,
-                pytest.ExitCode.INTERRUPTED):
+    if capture.unavailable:
+        print(f"rx-oracle: target error: {capture.unavailable}", file=sys.stderr)
+        return EXIT_ERROR
+    if code == pytest.ExitCode.INTERRUPTED:
+        print("rx-oracle: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
         print(f"rx-oracle: the suite could not run (pytest exit {int(code)})", file=sys.stderr)
         return EXIT_ERROR
     if code == pytest.ExitCode.NO_TESTS_COLLECTED or not verdicts:
         print("rx-oracle: no conformance property matched the selection", file=sys.stderr)
+        return EXIT_ERROR
+    if capture.answered == 0 and (capture.faulted or capture.target_errors):
+        first = (capture.faulted or capture.target_errors)[0].partition(": ")[2]
+        print(f"rx-oracle: target error: {args.target} failed on every input it was given "
+              f"({first.splitlines()[0]})", file=sys.stderr)
         return EXIT_ERROR
 
     _print_table(verdicts, args)
@@ -170,10 +195,9 @@ def run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str] =
     if args.report:
         _write_report(args.report, verdicts, args)
     failed = any(v.verdict == plugin.FAIL for v in verdicts.values())
-    if target_errors:
-        print(f"rx-oracle: {len(target_errors)} case(s) ended in a target error; first: "
-              f"{target_errors[0]}", file=sys.stderr)
-        return EXIT_ERROR
+    if capture.target_errors:
+        print(f"rx-oracle: {len(capture.target_errors)} case(s) not run: the target was given "
+              f"up as broken; first: {capture.target_errors[0]}", file=sys.stderr)
     if code == pytest.ExitCode.TESTS_FAILED and not failed:
         # A failure outside any rule (an error in the suite itself) is not a verdict.
         print("rx-oracle: the suite itself failed outside any rule", file=sys.stderr)
@@ -186,16 +210,25 @@ class _Capture:
 
     verdicts: dict[str, plugin.RuleVerdict]
     target_errors: list[str]
+    faulted: list[str]
+    answered: int
+    unavailable: str | None
 
     def __init__(self) -> None:
         self.verdicts = {}
         self.target_errors = []
+        self.faulted = []
+        self.answered = 0
+        self.unavailable = None
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         rules = plugin.collector(session.config)
         self.verdicts = dict(rules.verdicts)
         self.target_errors = list(rules.target_errors)
+        self.faulted = list(rules.faulted)
+        self.answered = rules.answered
+        self.unavailable = rules.unavailable
 
 
 class _Progress:
@@ -267,85 +300,138 @@ def _write_report(
         "profile": args.profile,
         "rules": [
             {"rule": v.rule, "verdict": v.verdict, "passed": v.passed, "failed": v.failed,
-             "skipped": v.skipped, "reasons": v.reasons, "failures": v.failures}
+             "skipped": v.skipped, "reasons": v.reasons, "failures": v.failures,
+             "cases": v.cases}
             for _, v in sorted(verdicts.items())
         ],
     }
-    path.write_text(json.dumps(report, indent=2) + "\n")
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(report, indent=2) + "\n")
+    tmp.replace(path)  # never a half-written report
 
 
-def _json_arg(text: str) -> Any:
-    return json.loads(Path(text[1:]).read_text() if text.startswith("@") else text)
+def _json_arg(option: str, text: str) -> Any:
+    """JSON text, or ``@FILE`` holding it; a mistake is a :class:`UsageError`."""
+    source = text
+    if text.startswith("@"):
+        try:
+            source = Path(text[1:]).read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{option} {text}: cannot read the file: {exc}") from None
+    try:
+        return json.loads(source)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{option}: not JSON: {exc}") from None
 
 
 def explain(args: argparse.Namespace) -> int:
     """Narrate, rule by rule, what the reference does with each frame of a capture."""
     import importlib
 
-    from scapy.utils import rdpcap
-
-    from conformance.scenario import Scenario
+    from conformance.capture import CaptureError, read_capture
+    from conformance.scenario import Scenario, ScenarioError
+    from conformance.validate import InputError, validate_scenario
     from reference.errors import OracleError
 
-    try:
-        module = importlib.import_module(f"conformance.components.{args.driver}")
-    except ImportError:
-        print(f"rx-oracle: no driver or component {args.driver!r}", file=sys.stderr)
-        return EXIT_ERROR
+    if args.driver not in _components():
+        raise UsageError(f"--driver {args.driver}: no such driver or component; "
+                         f"known: {', '.join(_components())}")
+    module = importlib.import_module(f"conformance.components.{args.driver}")
     narrate = getattr(module, "explain", None)
     if narrate is None:
-        print(f"rx-oracle: {args.driver} has no explain yet", file=sys.stderr)
-        return EXIT_ERROR
+        raise UsageError(f"--driver {args.driver}: has no explain yet")
+    config = _json_arg("--config", args.config)
+    program = _json_arg("--program", args.program) if args.program else None
+    events = _json_arg("--events", args.events) if args.events else []
+    notes: tuple[str, ...] = ()
+    frames: tuple[bytes, ...] = ()
+    if args.pcap is not None:
+        try:
+            capture = read_capture(args.pcap)
+        except CaptureError as exc:
+            raise UsageError(str(exc)) from None
+        frames, notes = capture.frames, capture.notes
+    if isinstance(config, dict):  # what explain fills in for a user who gave nothing
+        config = {**getattr(module, "EXPLAIN_DEFAULTS", {}), **config}
+    doc: dict[str, Any] = {"component": args.driver, "config": config,
+                           "frames": [f.hex() for f in frames], "events": events}
+    if program is not None:
+        doc["program"] = program
     try:
-        frames = tuple(bytes(p) for p in rdpcap(str(args.pcap))) if args.pcap else ()
-        config = _json_arg(args.config)
-        program = _json_arg(args.program) if args.program else None
-        events = _json_arg(args.events) if args.events else []
-    except (OSError, ValueError) as exc:
-        print(f"rx-oracle: cannot read the input: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    scenario = Scenario(component=args.driver, config=config, frames=frames,
-                        events=tuple(events),
-                        program=tuple(program) if program is not None else None)
+        scenario = validate_scenario(Scenario.from_json(doc))
+    except (ScenarioError, InputError) as exc:
+        raise UsageError(str(exc)) from None
+    for note in notes:
+        print(f"note: {note}")
     try:
         print(narrate(scenario))
-    except (OracleError, KeyError, ValueError) as exc:
+    except OracleError as exc:
         print(f"rx-oracle: the reference refused this input: {exc}", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_OK
 
 
+def _replay_input(text: str) -> tuple[Any, dict[str, Any] | None, tuple[str, ...]]:
+    """The scenario document, and the expected observables and mask when ``text`` is a
+    fixture record: JSON text, ``@FILE``, a record, or ``FILE:LINE`` of a fixture file."""
+    from conformance.fixtures.record import FIXTURE_FORMAT, FixtureError, load_line
+
+    where = "scenario"
+    if not text.lstrip().startswith(("{", "[", "@")) and ":" in text:
+        name, _, line = text.rpartition(":")
+        if line.isdigit() and Path(name).is_file():
+            try:
+                lines = Path(name).read_text().splitlines()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise UsageError(f"{name}: cannot read: {exc}") from None
+            if not 1 <= int(line) <= len(lines):
+                raise UsageError(f"{text}: {name} has {len(lines)} lines")
+            text, where = lines[int(line) - 1], text
+    doc = _json_arg(where, text)
+    if isinstance(doc, dict) and doc.get("format") == FIXTURE_FORMAT:
+        try:
+            record, _, observables = load_line(json.dumps(doc), where)
+        except FixtureError as exc:
+            raise UsageError(str(exc)) from None
+        return record["scenario"], observables, tuple(record.get("mask", ()))
+    return doc, None, ()
+
+
 def replay(args: argparse.Namespace) -> int:
     """Run one scenario on a target and on the reference; print the comparison."""
+    from conformance.check import TargetFault, TargetSession
     from conformance.components import registry
     from conformance.observe import compare
     from conformance.scenario import Scenario, ScenarioError, to_jsonable
     from conformance.targets.base import TargetError, load_target
+    from conformance.validate import InputError, validate_scenario
 
-    text = args.scenario
+    check_timeout(args.timeout)
+    doc, expected, mask = _replay_input(args.scenario)
     try:
-        if text.startswith("@"):
-            text = Path(text[1:]).read_text()
-        scenario = Scenario.from_json(json.loads(text))
-    except (OSError, json.JSONDecodeError, ScenarioError) as exc:
-        print(f"rx-oracle: bad scenario: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    component = registry().get(scenario.component)
-    if component is None:
-        print(f"rx-oracle: unknown component {scenario.component!r}", file=sys.stderr)
-        return EXIT_ERROR
-    try:
+        scenario = validate_scenario(Scenario.from_json(doc))
+    except (ScenarioError, InputError) as exc:
+        raise UsageError(f"bad scenario: {exc}") from None
+    component = registry()[scenario.component]
+    if expected is None:
         expected = component.expected(scenario)
+    check_target(args.target, args.timeout)
+    try:
         target = load_target(args.target, timeout=args.timeout)
-        try:
-            actual = target.run(scenario)
-            reports = target.capabilities.reports
-        finally:
-            target.close()
-    except (TargetError, ValueError) as exc:
-        print(f"rx-oracle: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    result = compare(to_jsonable(expected), to_jsonable(actual), reports=reports,
+    except TargetError as exc:
+        raise UsageError(f"target error: {exc}") from None
+    try:
+        if scenario.component not in target.capabilities.components:
+            print(f"not applicable: {args.target} does not implement {scenario.component!r}")
+            return EXIT_OK
+        actual = TargetSession(target, args.target).run(scenario, expected, mask)
+        reports = target.capabilities.reports
+    except TargetFault as fault:
+        print(f"FAULT {fault.kind}: {fault.detail}")
+        return EXIT_NONCONFORMANT
+    finally:
+        target.close()
+    result = compare(to_jsonable(expected), to_jsonable(actual), mask=mask, reports=reports,
                      rules_for=component.rules_in(scenario))
     print(f"checked {len(result.checked)} fields, {len(result.not_checked)} not checked")
     for mismatch in result.mismatches:

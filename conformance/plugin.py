@@ -9,16 +9,24 @@ and renders the verdicts it gathers.
 from __future__ import annotations
 
 import fnmatch
+import json
 from collections.abc import Generator, Iterable
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
 
-from conformance.check import RuleMismatch, TargetSession
+from conformance.check import (
+    RuleMismatch,
+    ShrinkStopped,
+    TargetFault,
+    TargetSession,
+    replay_command,
+)
 from conformance.fixtures.record import FIXTURE_FORMAT, FIXTURE_VERSION, dump_line, scenario_key
 from conformance.scenario import to_jsonable
-from conformance.targets.base import TargetError, load_target
+from conformance.targets.base import TargetError, TargetSpecError, load_target
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 
@@ -36,13 +44,20 @@ class RuleVerdict:
     failures: list[str] = attrs.field(factory=list)
     #: The full failure texts (reproducers), for printing after the table.
     reproducers: list[str] = attrs.field(factory=list)
+    #: One record per failing case: test, kind, detail, scenario, replay command.
+    cases: list[dict[str, Any]] = attrs.field(factory=list)
 
-    def add(self, outcome: str, nodeid: str, detail: str, full: str = "") -> None:
+    def add(
+        self, outcome: str, nodeid: str, detail: str, full: str = "",
+        case: dict[str, Any] | None = None,
+    ) -> None:
         if outcome == FAIL:
             self.failed += 1
             self.failures.append(f"{nodeid.rpartition('/')[2]}: {detail}".strip())
             if full and full not in self.reproducers:
                 self.reproducers.append(full)
+            if case is not None:
+                self.cases.append(case)
         elif outcome == PASS:
             self.passed += 1
         else:
@@ -58,7 +73,14 @@ class RuleCollector:
 
     selectors: tuple[str, ...] = ()
     verdicts: dict[str, RuleVerdict] = attrs.field(factory=dict)
+    #: Cases skipped because the target was given up as broken (it never answered).
     target_errors: list[str] = attrs.field(factory=list)
+    #: Rule-marked cases in which the target answered at least once (pass or mismatch).
+    answered: int = 0
+    #: Rule-marked cases that ended in a target fault.
+    faulted: list[str] = attrs.field(factory=list)
+    #: Set when the target could not be loaded at all (the run stops, exit 2).
+    unavailable: str | None = None
 
     def selected(self, rules: Iterable[str]) -> bool:
         if not self.selectors:
@@ -82,6 +104,12 @@ class RuleCollector:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> None:
+        session = getattr(item, "funcargs", {}).get("rx_target")
+        if isinstance(session, TargetSession):
+            session.begin_property()
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
@@ -89,14 +117,33 @@ class RuleCollector:
         outcome = yield
         report = outcome.get_result()
         exc = call.excinfo.value if call.excinfo is not None else None
-        if isinstance(exc, RuleMismatch):
-            # Only the rules governing the first differing field fail.
-            report.user_properties.append(("rx_failed_rules", ",".join(exc.rules)))
-            # The reproducer says everything; a traceback through the suite would not help.
-            report.longrepr = f"RuleMismatch: {exc}"
-            directory = item.config.getoption("--rx-save-failures")
-            if directory and report.when == "call":
-                path = save_failure(Path(directory), exc, item.nodeid)
+        found = _judged_failures(exc)
+        if not found:
+            return
+        if isinstance(exc, ShrinkStopped):
+            report.outcome = "failed"  # hypothesis did not see it: it is still this test's
+        # Only the rules governing the first differing field fail (all of them for a fault).
+        failed: dict[str, None] = {}
+        for failure in found:
+            failed.update(dict.fromkeys(failure.rules or rules_of(item)))
+        report.user_properties.append(("rx_failed_rules", ",".join(failed)))
+        if any(not isinstance(f, TargetFault) for f in found):
+            report.user_properties.append(("rx_answered", "1"))
+        session = getattr(item, "funcargs", {}).get("rx_target")
+        for failure in found:
+            if not failure.spec and isinstance(session, TargetSession):
+                failure.spec = session.spec  # a property's own RuleMismatch: same target
+            report.user_properties.append(("rx_case", json.dumps(_case(failure, item.nodeid))))
+        # The reproducer says everything; a traceback through the suite would not help.
+        texts = [str(exc)] if isinstance(exc, ShrinkStopped) else [str(f) for f in found]
+        report.longrepr = "\n\n".join(
+            f"{'TargetFault' if isinstance(f, TargetFault) else 'RuleMismatch'}: {t}"
+            for f, t in zip(found, texts, strict=True))
+        directory = item.config.getoption("--rx-save-failures")
+        if directory and report.when == "call":
+            for failure in found:
+                path = save_failure(Path(directory), failure, item.nodeid,
+                                    failure.rules or rules_of(item))
                 report.sections.append(("rx-oracle", f"saved as fixture {path}"))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -108,14 +155,19 @@ class RuleCollector:
         detail = _detail(report)
         if outcome == SKIP and detail.startswith("target error"):
             self.target_errors.append(f"{report.nodeid}: {detail}")
+        if rules and (outcome == PASS or props.get("rx_answered")):
+            self.answered += 1
         failed_rules = props.get("rx_failed_rules")
         if outcome == FAIL and failed_rules is not None:
+            if not props.get("rx_answered"):
+                self.faulted.append(f"{report.nodeid}: {detail}")
             blamed = [r for r in str(failed_rules).split(",") if r] or rules
             full = report.longreprtext
+            cases = [json.loads(str(v)) for k, v in report.user_properties if k == "rx_case"]
             for rule in blamed:
-                self.verdicts.setdefault(rule, RuleVerdict(rule)).add(
-                    FAIL, report.nodeid, detail, full
-                )
+                verdict = self.verdicts.setdefault(rule, RuleVerdict(rule))
+                verdict.add(FAIL, report.nodeid, detail, full)
+                verdict.cases.extend(c for c in cases if rule in c["rules"] or not c["rules"])
             # The test stopped at that failure, so its other rules were not fully checked.
             why = f"not fully checked: the test stopped at a failure of {', '.join(blamed)}"
             for rule in rules:
@@ -138,11 +190,39 @@ def rules_of(item: pytest.Item) -> tuple[str, ...]:
     return tuple(seen)
 
 
+def _judged_failures(exc: BaseException | None) -> list[RuleMismatch]:
+    """The suite's own verdicts inside a test's exception: a mismatch, a target fault, a
+    property that stopped shrinking a hang, or several of them in a hypothesis group.
+    Empty when anything else is in there (an error in the suite itself)."""
+    if isinstance(exc, ShrinkStopped):
+        return [exc.fault]
+    if isinstance(exc, RuleMismatch):
+        return [exc]
+    if isinstance(exc, BaseExceptionGroup):
+        found = [f for e in exc.exceptions for f in _judged_failures(e)]
+        return found if len(found) == len(exc.exceptions) else []
+    return []
+
+
+def _case(failure: RuleMismatch, nodeid: str) -> dict[str, Any]:
+    """A failing case as the JSON report carries it."""
+    kind = failure.kind if isinstance(failure, TargetFault) else "mismatch"
+    return {
+        "test": nodeid,
+        "kind": kind,
+        "rules": list(failure.rules),
+        "detail": str(failure).splitlines()[0],
+        "scenario": failure.scenario.to_json(),
+        "replay": replay_command(failure.spec, failure.scenario) if failure.spec else "",
+    }
+
+
 def _detail(report: pytest.TestReport) -> str:
     if report.skipped and isinstance(report.longrepr, tuple):
         return str(report.longrepr[2]).removeprefix("Skipped: ")
     if report.failed and isinstance(report.longrepr, str):
-        return report.longrepr.splitlines()[0].removeprefix("RuleMismatch: ")
+        first = report.longrepr.splitlines()[0]
+        return first.removeprefix("RuleMismatch: ").removeprefix("TargetFault: ")
     if report.failed:
         crash = getattr(report.longrepr, "reprcrash", None)
         return str(getattr(crash, "message", "")).splitlines()[0] if crash else ""
@@ -200,7 +280,8 @@ def rx_target(request: pytest.FixtureRequest) -> Generator[TargetSession, None, 
     spec = str(request.config.getoption("--rx-target"))
     try:
         target = load_target(spec, timeout=float(request.config.getoption("--rx-timeout")))
-    except TargetError as exc:
+    except (TargetError, TargetSpecError) as exc:
+        collector(request.config).unavailable = str(exc)
         pytest.exit(f"rx-oracle: target error: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
     session = TargetSession(target, spec)
     try:
@@ -209,25 +290,37 @@ def rx_target(request: pytest.FixtureRequest) -> Generator[TargetSession, None, 
         target.close()
 
 
-def save_failure(directory: Path, failure: RuleMismatch, nodeid: str) -> Path:
-    """Write a failure as a one-line fixture: the scenario and the reference's observables."""
+def save_failure(
+    directory: Path, failure: RuleMismatch, nodeid: str, rules: Iterable[str] = ()
+) -> Path:
+    """Write a failure as a one-line fixture: the scenario and the reference's observables.
+
+    ``rules`` are the rules the fixture checks (those that failed; for a target fault,
+    every rule of the property).
+    """
     from reference import __version__
 
     directory.mkdir(parents=True, exist_ok=True)
     key = scenario_key(failure.scenario)
-    rule = failure.rules[0] if failure.rules else "unattributed"
+    rules = list(rules) or list(failure.rules)
+    rule = rules[0] if rules else "unattributed"
     path = directory / f"{rule}-{key[:12]}.jsonl"
-    record = {
+    record: dict[str, Any] = {
         "format": FIXTURE_FORMAT,
         "version": FIXTURE_VERSION,
         "id": f"failure-{key[:12]}",
-        "rules": list(failure.rules),
+        "rules": rules,
         "scenario": failure.scenario.to_json(),
         "observables": to_jsonable(failure.expected),
         "provenance": {"oracle_version": __version__, "source": "conformance failure",
-                       "test": nodeid},
+                       "test": nodeid,
+                       "kind": failure.kind if isinstance(failure, TargetFault) else "mismatch"},
     }
-    path.write_text(dump_line(record))
+    if failure.mask:  # a property that compared less (a published vector) replays the same
+        record["mask"] = list(failure.mask)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(dump_line(record))
+    tmp.replace(path)  # never a half-written fixture
     return path
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 
 from reference.errors import MalformedInput
-from reference.packet import ETH_HLEN, L3, L4, PacketInfo
+from reference.packet import ETH_HLEN, ETH_P_8021AD, ETH_P_8021Q, L3, L4, UDP_HLEN, PacketInfo
 
 _FrameBytes = bytes | bytearray | memoryview
 
@@ -307,8 +307,23 @@ class L4Csum(enum.Enum):
     GOOD = "good"  # present and correct
     BAD = "bad"  # present and wrong
     ZERO = "zero"  # UDP checksum field 0: the sender computed none
-    MALFORMED = "malformed"  # UDP length field outside 8..bytes present
+    MALFORMED = "malformed"  # UDP length outside 8..bytes present (IPv6: 0 means all)
     NOT_APPLICABLE = "n/a"  # no checksum a device could verify (see CSUM-L4-005)
+
+
+def udp_checked_length(info: PacketInfo, field: int, available: int) -> int | None:
+    """CSUM-L4-002: the UDP length the receive path uses, or None for a "short packet".
+
+    ``field`` is the UDP length field and ``available`` the bytes from the UDP header to
+    the end of the IP datagram (``skb->len`` in ``__udp4_lib_rcv``/``__udp6_lib_rcv``).
+    Over IPv6, v6.17 reads a length of 0 as a jumbo payload and takes ``available``
+    instead; IPv4 has no such case, so 0 is below the 8-byte header and short.
+    """
+    if field == 0 and info.l3 is L3.IPV6:
+        field = available
+    if field < UDP_HLEN or field > available:
+        return None
+    return field
 
 
 def _pseudo_fold(info: PacketInfo, length: int, proto: int, csum: int) -> int:
@@ -329,9 +344,10 @@ def l4_checksum_status(frame: _FrameBytes, info: PacketInfo) -> L4Csum:
         ok = _pseudo_fold(info, len(seg), IPPROTO_TCP, csum_partial(seg)) == 0
         return L4Csum.GOOD if ok else L4Csum.BAD
     if l4 is L4.UDP:
-        # CSUM-L4-002: the UDP length field bounds the checksummed bytes.
-        ulen = int.from_bytes(seg[4:6], "big")
-        if ulen < 8 or ulen > len(seg):
+        # CSUM-L4-002: the UDP length field bounds the checksummed bytes (0 over IPv6:
+        # all of them).
+        ulen = udp_checked_length(info, int.from_bytes(seg[4:6], "big"), len(seg))
+        if ulen is None:
             return L4Csum.MALFORMED
         if seg[6] == 0 and seg[7] == 0:
             return L4Csum.ZERO
@@ -362,6 +378,10 @@ def verify_l4_checksum(frame: _FrameBytes, info: PacketInfo) -> bool:
 #: The protocols whose one's-complement checksum a COMPLETE value can check (CSUM-RX-002).
 _COMPLETE_L4 = frozenset((L4.TCP, L4.UDP, L4.ICMP, L4.ICMPV6))
 
+#: The in-band tags the receive path strips (include/linux/if_vlan.h eth_type_vlan); a
+#: 0x9100 tag stays and the frame never reaches IP (CSUM-RX-002).
+_UNTAGGED_TPIDS = frozenset((ETH_P_8021Q, ETH_P_8021AD))
+
 
 def complete_validates_l4(frame: _FrameBytes, info: PacketInfo, csum: int) -> bool:
     """CSUM-RX-002: does the stack accept the L4 checksum from a COMPLETE value?
@@ -370,14 +390,16 @@ def complete_validates_l4(frame: _FrameBytes, info: PacketInfo, csum: int) -> bo
     ``frame[14:]`` (CSUM-RX-001).  The stack keeps it in step with each change to the
     packet and finally adds the pseudo-header and folds:
 
-    1. in-band VLAN tags are pulled with ``skb_pull_rcsum`` (their sum subtracted);
+    1. in-band 802.1Q/802.1ad tags are pulled with ``skb_pull_rcsum`` (their sum
+       subtracted); a frame with a 0x9100 tag never reaches IP: False;
     2. the IP layer trims Ethernet padding with ``pskb_trim_rcsum``, which removes the
        padding's sum with ``csum_block_sub`` at the datagram's length - odd lengths
        rotate;
     3. the network header is pulled: IPv6 (and its extension headers) with
        ``skb_postpull_rcsum``; IPv4 with a plain pull, because a valid IPv4 header
        sums to zero;
-    4. UDP trims to its length field the same way as step 2;
+    4. UDP trims to its length field the same way as step 2 (a length of 0 over IPv6
+       keeps the whole datagram, CSUM-L4-002);
     5. ``csum_fold(csum_add(pseudo, csum)) == 0`` accepts the checksum.
 
     A bad IPv4 header checksum gives False (ip_rcv_core drops the packet first); a
@@ -393,6 +415,8 @@ def complete_validates_l4(frame: _FrameBytes, info: PacketInfo, csum: int) -> bo
         return False
     if info.l4 is L4.ICMPV6 and info.l3 is not L3.IPV6:
         return False
+    if any(tag.tpid not in _UNTAGGED_TPIDS for tag in info.vlans):
+        return False  # no packet_type handler for 0x9100: the stack never sees L3
     buf = memoryview(frame)
     iph = buf[info.l3_offset : info.l4_offset]
     if info.l3 is L3.IPV4 and ip_fast_csum(iph, info.l3_hdr_len // 4) != 0:
@@ -410,11 +434,10 @@ def complete_validates_l4(frame: _FrameBytes, info: PacketInfo, csum: int) -> bo
         s = csum_block_sub(s, csum_partial(buf[info.l3_offset : info.l4_offset]), 0)
     length = info.ip_payload_end - info.l4_offset
     if info.l4 is L4.UDP:
-        if length < 8:
-            return False
-        ulen = int.from_bytes(buf[info.l4_offset + 4 : info.l4_offset + 6], "big")
-        if ulen < 8 or ulen > length:
-            return False
+        field = int.from_bytes(buf[info.l4_offset + 4 : info.l4_offset + 6], "big")
+        ulen = udp_checked_length(info, field, length)
+        if ulen is None:
+            return False  # __udp4_lib_rcv / __udp6_lib_rcv drop it as a short packet
         if buf[info.l4_offset + 6] == 0 and buf[info.l4_offset + 7] == 0:
             return True  # zero_okay: a sender-omitted UDP checksum is not validated
         if ulen < length:  # 4. UDP trims to its own length.

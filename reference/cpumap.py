@@ -226,7 +226,9 @@ class CpuMap:
             self.bq_flush_to_queue(bq, ctx, trace)
         bq.q.append(frame)
         if not bq.linked:
-            self.flush_lists.setdefault(ctx.cpu, []).append(bq)
+            # list_add: the queue goes to the head of the CPU's flush list, and
+            # __cpu_map_flush walks from the head, so the last linked flushes first.
+            self.flush_lists.setdefault(ctx.cpu, []).insert(0, bq)
             bq.linked = True
         emit(trace, "CPUMAP-ENQ-001", "frame bulked", cpu=ctx.cpu, to_cpu=entry.cpu,
              count=len(bq.q))
@@ -259,7 +261,8 @@ class CpuMap:
 
     def flush(self, ctx: pp.Context, trace: Trace | None = None) -> None:
         """``__cpu_map_flush`` from ``xdp_do_flush``: flush every bulk queue on this
-        CPU's list and wake its kthread (CPUMAP-ENQ-004)."""
+        CPU's list, head first (the most recently linked queue), and wake its kthread
+        (CPUMAP-ENQ-004)."""
         for bq in list(self.flush_lists.get(ctx.cpu, ())):
             self.bq_flush_to_queue(bq, ctx, trace)
             bq.obj.wakeups += 1

@@ -15,7 +15,8 @@ This module models:
 * the device-bound life cycle as errno-returning functions: loading (KFUNC-LOAD-*),
   attaching to a device (KFUNC-ATTACH-*) and inserting into program maps (KFUNC-MAP-*).
 
-Kernel read: ``Kingxukai/linux`` at v6.17-rc3 (see ``spec-parts/kfuncs.md`` for files).
+Kernel read: ``Kingxukai/linux`` at v6.17-rc3 (SPEC.md, area "XDP RX-metadata kfuncs",
+lists the files); read again beside 6.12.117 and 7.3.4, see ``docs/readings/xdp-kfunc.md``.
 Each driver model (mlx5, fec, veth, tun) implements :class:`XdpMetadataOps`.
 """
 
@@ -535,6 +536,14 @@ class BpfDevices:
 
     devices: dict[int, NetDevice] = attrs.field(factory=dict)
     offdevs: dict[int, _OffloadNetdev] = attrs.field(factory=dict)
+    #: KFUNC-ATTACH-003: later trees (read in 6.12.117 and 7.3.4, absent from v6.17-rc3)
+    #: let a program match a device other than its own only when it is offloaded.  False
+    #: is v6.17 as read; True is the fixed behaviour.
+    dev_match_requires_offload: bool = False
+    #: KFUNC-ATTACH-004: later trees (6.12.117, 7.3.4) check the new program inside
+    #: dev_xdp_install(), after the ndo_bpf check and only when the program changes.
+    #: False is v6.17 as read (the checks run in dev_xdp_attach()).
+    attach_checks_in_install: bool = False
 
     def register_netdev(self, dev: NetDevice) -> None:
         """Make ``dev`` known; an offload-capable driver also registers it in ``offdevs``."""
@@ -634,13 +643,17 @@ class BpfDevices:
         """``bpf_offload_dev_match()`` (KFUNC-ATTACH-003).
 
         True for the bound device itself, or when both devices have a
-        ``bpf_offload_netdev`` entry carrying the same ``offdev`` -- which, as the source
-        reads, includes two devices that are both only bind targets (both NULL).
+        ``bpf_offload_netdev`` entry carrying the same ``offdev`` -- which, as the v6.17
+        source reads, includes two devices that are both only bind targets (both NULL).
+        With :attr:`dev_match_requires_offload` (later trees) a bound-only program matches
+        its own device only.
         """
         if not prog.dev_bound or prog.netdev is None:
             return False
         if prog.netdev is dev:
             return True
+        if self.dev_match_requires_offload and not prog.offloaded:
+            return False
         ondev1 = self.offdevs.get(prog.netdev.ifindex)
         ondev2 = self.offdevs.get(dev.ifindex)
         return ondev1 is not None and ondev2 is not None and ondev1.offdev == ondev2.offdev
@@ -671,12 +684,37 @@ class BpfDevices:
             return self._refuse(trace, "KFUNC-ATTACH-002", -errno.EINVAL,
                                 "More than one program loaded, unset mode is ambiguous")
         cur = dev.xdp_state.get(mode)
+        if flags & XDP_FLAGS_UPDATE_IF_NOEXIST and cur is not None:  # KFUNC-ATTACH-004
+            return self._refuse(trace, "KFUNC-ATTACH-004", -errno.EBUSY,
+                                "XDP program already attached")
+        # KFUNC-ATTACH-004: the checks on the new program.  v6.17 runs them here, in
+        # dev_xdp_attach(); later trees run them in dev_xdp_install(), i.e. only when the
+        # program changes and after the ndo_bpf check of KFUNC-ATTACH-005.
+        changes = prog is not cur
+        if not self.attach_checks_in_install:
+            refusal = self._new_prog_refusal(dev, prog, mode)
+            if refusal is not None:
+                return self._refuse(trace, "KFUNC-ATTACH-004", *refusal)
+        # KFUNC-ATTACH-005: generic mode is always available; native/HW need ndo_bpf.
+        if changes and mode != XdpMode.XDP_MODE_SKB and not dev.has_ndo_bpf:
+            return self._refuse(trace, "KFUNC-ATTACH-005", -errno.EOPNOTSUPP,
+                                "Underlying driver does not support XDP in native mode")
+        if changes and self.attach_checks_in_install:
+            refusal = self._new_prog_refusal(dev, prog, mode)
+            if refusal is not None:
+                return self._refuse(trace, "KFUNC-ATTACH-004", *refusal)
+        dev.xdp_state[mode] = prog
+        emit(trace, "KFUNC-ATTACH-005", "attached", dev=dev.name, mode=mode.name)
+        return Outcome(0)
+
+    def _new_prog_refusal(
+        self, dev: NetDevice, prog: LoadedBpfProg, mode: XdpMode
+    ) -> tuple[int, str] | None:
+        """KFUNC-ATTACH-004 after UPDATE_IF_NOEXIST: the first refusal of the new program,
+        in the kernel's order, as (rc, extack message), or None."""
         offload = mode == XdpMode.XDP_MODE_HW
         other = XdpMode.XDP_MODE_DRV if mode == XdpMode.XDP_MODE_SKB else XdpMode.XDP_MODE_SKB
-        # KFUNC-ATTACH-004: the checks on the new program, in dev_xdp_attach() order.
         checks: tuple[tuple[bool, int, str], ...] = (
-            (bool(flags & XDP_FLAGS_UPDATE_IF_NOEXIST) and cur is not None,
-             -errno.EBUSY, "XDP program already attached"),
             (not offload and other in dev.xdp_state,
              -errno.EEXIST, "Native and generic XDP can't be active at the same time"),
             (not offload and prog.offloaded,
@@ -692,14 +730,8 @@ class BpfDevices:
         )
         for failed, rc, msg in checks:
             if failed:
-                return self._refuse(trace, "KFUNC-ATTACH-004", rc, msg)
-        # KFUNC-ATTACH-005: generic mode is always available; native/HW need ndo_bpf.
-        if prog is not cur and mode != XdpMode.XDP_MODE_SKB and not dev.has_ndo_bpf:
-            return self._refuse(trace, "KFUNC-ATTACH-005", -errno.EOPNOTSUPP,
-                                "Underlying driver does not support XDP in native mode")
-        dev.xdp_state[mode] = prog
-        emit(trace, "KFUNC-ATTACH-005", "attached", dev=dev.name, mode=mode.name)
-        return Outcome(0)
+                return rc, msg
+        return None
 
     @staticmethod
     def dev_xdp_mode(dev: NetDevice, flags: int) -> XdpMode:

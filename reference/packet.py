@@ -335,7 +335,7 @@ def _parse_ipv6(
         # ipv6_authlen: AH counts 4-byte units minus 2; the others 8-byte units minus 1.
         size = (hdrlen + 2) * 4 if proto == NEXTHDR_AUTH else (hdrlen + 1) * 8
         if cur + size > end:
-            raise _truncated("ipv6.exthdr", cur, size, end, "PKT-IP6-003")
+            raise _truncated("ipv6.exthdr", cur, size, end, rule)
         cur += size
         proto = nxt
 

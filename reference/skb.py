@@ -120,9 +120,26 @@ def eth_type_trans(skb: SkBuff, dev: int) -> int:
     skb.len -= ETH_HLEN
     if ethertype >= ETH_P_802_3_MIN:
         return int(ethertype)
-    if _BE16.unpack_from(buf, skb.data)[0] == 0xFFFF:
+    # skb_header_pointer(skb, 0, 2): the first two bytes after the MAC header, from the
+    # head and then the frags; NULL when the packet has fewer than two left (802.2).
+    sap = _skb_first_bytes(skb, 2)
+    if sap is not None and sap == b"\xff\xff":
         return ETH_P_802_3
     return ETH_P_802_2
+
+
+def _skb_first_bytes(skb: SkBuff, n: int) -> bytes | None:
+    """The first ``n`` bytes of the packet at ``skb.data``, read across the head and the
+    frags as ``skb_header_pointer`` does, or None when the skb holds fewer."""
+    if skb.len < n:
+        return None
+    headlen = skb.len - skb.data_len
+    out = bytes(skb.head.data[skb.data : skb.data + min(n, headlen)])
+    for frag in skb.frags:
+        if len(out) >= n:
+            break
+        out += frag.view()[: n - len(out)]
+    return out if len(out) == n else None
 
 
 def _page_pool_release_page(page: pp.Page) -> None:

@@ -44,10 +44,13 @@ class TunBuffLayout:
 
 
 def tun_can_build_skb(length: int, *, tap: bool = True, noblock: bool = True,
-                      zerocopy: bool = False) -> bool:
-    """TUN-BUF-001: the native XDP path is taken only for a non-blocking tap write of a
-    frame that fits one page with the pad, the XDP headroom and the shared info."""
-    if not tap or not noblock or zerocopy:
+                      zerocopy: bool = False, sndbuf_unlimited: bool = True,
+                      napi_frags: bool = False) -> bool:
+    """TUN-BUF-001: the native XDP path is taken only for a non-blocking tap write, on a
+    queue without IFF_NAPI_FRAGS whose socket keeps the default ``sk_sndbuf`` (INT_MAX;
+    TUNSETSNDBUF lowers it), of a frame that fits one page with the pad, the XDP
+    headroom and the shared info."""
+    if not tap or not noblock or zerocopy or not sndbuf_unlimited or napi_frags:
         return False
     need = (align_up(length + TUN_RX_PAD + XDP_PACKET_HEADROOM, SMP_CACHE_BYTES)
             + SHINFO_ALIGNED)

@@ -14,20 +14,22 @@ Counters are the ``rx_queue_<i>_*`` strings of ``veth_rq_stats_desc`` (VETH-STAT
 Attaching needs the peer's MTU to fit one page (VETH-MTU-001).
 
 Kernel read: ``Kingxukai/linux`` v6.17-rc3 ``drivers/net/veth.c``, ``net/core/skbuff.c:
-skb_pp_cow_data()``, ``net/core/flow_dissector.c``; checked live on 6.18.
+skb_pp_cow_data()``; ``net/core/flow_dissector.c`` re-read in 7.3.4 and 6.12.117
+(:mod:`reference.flow_dissector`); checked live on 6.18.
 The exact hash value uses a per-boot random key (``skb_get_hash``): the model gives a
-stand-in with the same equalities (:func:`flow_key`), never the kernel's number.
+stand-in with the same equalities (:func:`flow_key_hash`), never the kernel's number.
 """
 
 from __future__ import annotations
 
 import errno
-import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
+from reference import flow_dissector
+from reference.errors import InvalidConfig
 from reference.kfuncs import MetadataOps, RxHash, RxTimestamp, RxVlanTag, XdpRssHashType
 from reference.trace import Trace, emit
 from reference.xdp.arch import X86_64, align_up
@@ -106,6 +108,9 @@ class VethSkb:
     ``frame``: the bytes from the MAC header on.  ``headroom``: ``skb_headroom`` once the
     MAC header is pushed back.  ``hwtstamp``: ``skb_hwtstamps(skb)->hwtstamp``.
     ``vlan_tci``/``vlan_proto``: the out-of-band (hw-accel) tag, if present.
+    ``protocol`` is what ``eth_type_trans`` set when the peer forwarded the skb, and
+    ``network_offset`` where the sender (AF_PACKET, the only sender modelled) left the
+    network header: past the in-band tags (VETH-KF-007).
     """
 
     frame: bytes
@@ -116,6 +121,17 @@ class VethSkb:
     vlan_present: bool = False
     vlan_proto: int = 0
     vlan_tci: int = 0
+
+    @property
+    def protocol(self) -> int:
+        """``skb->protocol`` on the receiving end (``__dev_forward_skb``'s
+        ``eth_type_trans``)."""
+        return flow_dissector.eth_type_trans_protocol(self.frame)
+
+    @property
+    def network_offset(self) -> int:
+        """``skb_network_offset`` from the MAC header (VETH-KF-007)."""
+        return flow_dissector.af_packet_network_offset(self.frame)
 
 
 @attrs.frozen
@@ -182,7 +198,7 @@ class VethXdpBuff:
     skb: VethSkb | None
     buff: XdpBuff | None = None
     mac_offset: int = 0
-    flow: FlowKeys | None = None
+    flow: flow_dissector.FlowKeys | None = None
 
     def current_frame(self) -> bytes:
         """The skb's bytes now: the frame's extent at entry, with the program's stores."""
@@ -210,10 +226,13 @@ def veth_xdp_rx_hash(ctx: object) -> RxHash:
     if skb is None or not isinstance(ctx, VethXdpBuff):
         return RxHash(-errno.ENODATA)
     if ctx.flow is None:
-        # VETH-KF-006: dissected once, from the bytes as the program left them so far; the
-        # ethertype is skb->protocol, set from the frame before the program ran.
-        view = skb.frame[:ETH_HLEN] + ctx.current_frame()[ETH_HLEN:]
-        ctx.flow = flow_dissect(view)
+        # VETH-KF-006: dissected once, from the bytes as the program left them so far;
+        # skb->protocol and the network offset were set before the program ran.
+        ctx.flow = flow_dissect(ctx.current_frame(), skb)
+        if not ctx.flow.covered:
+            raise InvalidConfig("rx_hash: the flow dissector would walk a header the model "
+                                "does not dissect (GRE, MPLS, PPPoE, TIPC, batman-adv, HSR)",
+                                field="frame", value=skb.frame[:64].hex(), rule="VETH-KF-002")
     keys = ctx.flow
     rss = XdpRssHashType.XDP_RSS_TYPE_L4_ANY if keys.has_l4 else XdpRssHashType.XDP_RSS_TYPE_NONE
     return RxHash(0, flow_key_hash(keys), int(rss))
@@ -241,100 +260,22 @@ VETH_XDP_METADATA_OPS = MetadataOps(
 )
 
 
-# --- the flow dissector, as far as skb_get_hash's l4 flag goes -------------------------------
+# --- the flow dissector: reference/flow_dissector.py ---------------------------------------
+
+#: Re-exported: the veth tests and the component use these names.
+FlowKeys = flow_dissector.FlowKeys
+flow_key_hash = flow_dissector.flow_key_hash
 
 
-@attrs.frozen
-class FlowKeys:
-    """What ``skb_flow_dissect_flow_keys`` finds that decides the hash and its ``l4_hash``.
-
-    ``addrs``: the addresses (None when there is no IP header); ``ports``: the 32-bit
-    port word (0 when none); ``flow_label``: IPv6 only.
-    """
-
-    n_proto: int
-    ip_proto: int = 0
-    addrs: tuple[bytes, bytes] | None = None
-    ports: int = 0
-    flow_label: int = 0
-    fragment: bool = False
-
-    @property
-    def has_l4(self) -> bool:
-        """``flow_keys_have_l4``: a non-zero port word or IPv6 flow label (VETH-KF-002)."""
-        return self.ports != 0 or self.flow_label != 0
-
-
-#: ``proto_ports_offset``: where the 4-byte "ports" word sits in each L4 header.
-_PORTS_OFFSET: Mapping[int, int] = {6: 0, 17: 0, 33: 0, 50: 0, 132: 0, 136: 0, 51: 4}
-_IPV6_EXT = (0, 43, 60)  # hop-by-hop, routing, destination options
-_NEXTHDR_FRAGMENT = 44
-
-
-def flow_dissect(frame: bytes) -> FlowKeys:
-    """VETH-KF-002: the flow dissector's verdict for an untagged frame.
-
-    IPv4 (IHL >= 5; any fragment stops before the ports), IPv6 (a non-zero flow label
-    stops the walk; hop-by-hop, routing and destination options are walked; a fragment
-    header stops), then the 4-byte port word at ``proto_ports_offset`` if the frame holds
-    it.  VLAN-tagged frames and tunnels are outside the model (see the open questions).
-    """
-    if len(frame) < ETH_HLEN:
-        return FlowKeys(0)
-    n_proto = struct.unpack_from("!H", frame, 12)[0]
-    off = ETH_HLEN
-    if n_proto == 0x0800:
-        if len(frame) < off + 20 or frame[off] & 0x0F < 5:
-            return FlowKeys(n_proto)
-        ihl = (frame[off] & 0x0F) * 4
-        ip_proto = frame[off + 9]
-        addrs = (frame[off + 12 : off + 16], frame[off + 16 : off + 20])
-        frag_off = struct.unpack_from("!H", frame, off + 6)[0]
-        if frag_off & 0x3FFF:
-            return FlowKeys(n_proto, ip_proto, addrs, fragment=True)
-        return FlowKeys(n_proto, ip_proto, addrs, _ports(frame, off + ihl, ip_proto))
-    if n_proto == 0x86DD:
-        if len(frame) < off + 40:
-            return FlowKeys(n_proto)
-        label = struct.unpack_from("!I", frame, off)[0] & 0xFFFFF
-        nh = frame[off + 6]
-        addrs = (frame[off + 8 : off + 24], frame[off + 24 : off + 40])
-        if label:
-            return FlowKeys(n_proto, nh, addrs, flow_label=label)
-        pos = off + 40
-        while nh in _IPV6_EXT:
-            if len(frame) < pos + 2:
-                return FlowKeys(n_proto, nh, addrs)
-            nh, pos = frame[pos], pos + (frame[pos + 1] + 1) * 8
-        if nh == _NEXTHDR_FRAGMENT:
-            return FlowKeys(n_proto, nh, addrs, fragment=True)
-        return FlowKeys(n_proto, nh, addrs, _ports(frame, pos, nh))
-    return FlowKeys(n_proto)
-
-
-def _ports(frame: bytes, thoff: int, ip_proto: int) -> int:
-    poff = _PORTS_OFFSET.get(ip_proto)
-    if poff is None or len(frame) < thoff + poff + 4:
-        return 0
-    return int(struct.unpack_from("!I", frame, thoff + poff)[0])
-
-
-def flow_key_hash(keys: FlowKeys) -> int:
-    """VETH-KF-005: a stand-in for ``skb_get_hash``: equal exactly when the dissected keys
-    are equal up to direction (the kernel orders addresses and ports first), never 0.
-    The kernel's value is keyed per boot; only these equalities are comparable."""
-    parts: list[bytes] = [keys.n_proto.to_bytes(2, "big"), bytes([keys.ip_proto])]
-    if keys.addrs is not None:
-        src, dst = keys.addrs
-        sport, dport = keys.ports >> 16, keys.ports & 0xFFFF
-        if (dst, dport) < (src, sport):
-            src, dst, sport, dport = dst, src, dport, sport
-        parts += [src, dst, sport.to_bytes(2, "big"), dport.to_bytes(2, "big"),
-                  keys.flow_label.to_bytes(4, "big")]
-    value = 0x811C9DC5
-    for byte in b"".join(parts):
-        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return value or 1
+def flow_dissect(frame: bytes, skb: VethSkb | None = None) -> FlowKeys:
+    """VETH-KF-002, VETH-KF-007: the keys ``skb_get_hash`` finds in ``frame`` for an skb
+    sent like ``skb`` (default: an untagged AF_PACKET send of ``frame``): the walk starts
+    at the hw-accel tag's TPID if there is one, else at ``skb->protocol``, from the
+    network header the sender left."""
+    skb = skb or VethSkb(frame)
+    oob = (skb.vlan_proto, skb.vlan_tci) if skb.vlan_present else None
+    return flow_dissector.flow_dissect(frame, protocol=skb.protocol, nhoff=skb.network_offset,
+                                       oob_vlan=oob)
 
 
 # --- what a program can see of the headroom ------------------------------------------------

@@ -52,7 +52,7 @@ from reference.checksum import (
     verify_l4_checksum,
 )
 from reference.errors import MalformedInput
-from reference.packet import parse
+from reference.packet import L4, parse
 
 MACS = {"dst": "02:00:00:00:00:01", "src": "02:00:00:00:00:02"}
 u32 = st.integers(0, 0xFFFFFFFF)
@@ -394,6 +394,66 @@ def test_udp_zero_checksum_and_bad_lengths() -> None:
     tinfo = parse(trailer)
     assert l4_checksum_status(trailer, tinfo) is L4Csum.GOOD
     assert complete_validates_l4(trailer, tinfo, complete_csum_of(trailer))
+
+
+def _udp6_len0_frame(check: int) -> bytes:
+    """2001:db8::1 port 1 -> 2001:db8::2 port 2, UDP length field 0, payload b"ab"."""
+    udp = struct.pack("!HHHH", 1, 2, 0, check) + b"ab"
+    ip6 = struct.pack("!IHBB", 0x6000_0000, len(udp), 17, 64)
+    ip6 += bytes.fromhex("20010db8" + "00" * 11 + "01")  # source 2001:db8::1
+    ip6 += bytes.fromhex("20010db8" + "00" * 11 + "02")  # destination 2001:db8::2
+    return bytes.fromhex("020000000001020000000002") + b"\x86\xdd" + ip6 + udp
+
+
+@pytest.mark.rule("CSUM-L4-002", "CSUM-RX-002", "CSUM-L4-006")
+def test_ipv6_udp_length_zero_covers_the_whole_datagram() -> None:
+    # v6.17 net/ipv6/udp.c __udp6_lib_rcv: a UDP length of 0 is taken as a jumbo payload
+    # and skb->len (here the 10 bytes after the IPv6 header) is used instead; the
+    # pseudo-header of udp6_csum_init/ip6_compute_pseudo also carries skb->len.
+    # Worked by hand, 16-bit words:
+    #   addresses 2001+0db8+0001 + 2001+0db8+0002        = 5b75
+    #   pseudo length 000a, next header 0011             -> 5b90
+    #   UDP 0001+0002+0000(len)+0000(check), data 6162   -> 5b90+0003+6162 = bcf5
+    #   checksum = ~bcf5                                  = 430a
+    # Had the length field (0) gone into the pseudo-header: ~(bcf5 - 000a) = 4314.
+    good = _udp6_len0_frame(0x430A)
+    info = parse(good)
+    assert (info.l4, info.ip_payload_end - info.l4_offset) == (L4.UDP, 10)
+    assert l4_checksum_status(good, info) is L4Csum.GOOD
+    assert verify_l4_checksum(good, info)
+    assert complete_validates_l4(good, info, complete_csum_of(good))
+    wrong_pseudo = _udp6_len0_frame(0x4314)
+    assert l4_checksum_status(wrong_pseudo, parse(wrong_pseudo)) is L4Csum.BAD
+    assert not complete_validates_l4(wrong_pseudo, parse(wrong_pseudo),
+                                     complete_csum_of(wrong_pseudo))
+    zero = _udp6_len0_frame(0)
+    assert l4_checksum_status(zero, parse(zero)) is L4Csum.ZERO
+
+
+@pytest.mark.rule("CSUM-L4-002", "CSUM-RX-002")
+def test_ipv4_udp_length_zero_is_short() -> None:
+    # __udp4_lib_rcv: a length of 0 is below sizeof(struct udphdr): short packet, dropped.
+    frame = bytes(Ether(**MACS) / IP(src="10.0.0.1", dst="10.0.0.2")
+                  / UDP(sport=1, dport=2, len=0) / Raw(b"ab"))
+    info = parse(frame)
+    assert l4_checksum_status(frame, info) is L4Csum.MALFORMED
+    assert not verify_l4_checksum(frame, info)
+    assert not complete_validates_l4(frame, info, complete_csum_of(frame))
+
+
+@pytest.mark.rule("CSUM-RX-002")
+def test_qinq1_tagged_frame_never_reaches_the_l4_check() -> None:
+    # __netif_receive_skb_core strips only tags eth_type_vlan() knows (0x8100, 0x88a8);
+    # with a 0x9100 tag the frame has no IP handler, so no L4 checksum is validated.
+    tagged = bytearray(bytes(Ether(**MACS) / Dot1Q(vlan=5) / IP(src="10.0.0.1", dst="10.0.0.2")
+                             / UDP(sport=1, dport=2) / Raw(b"abc")))
+    assert complete_validates_l4(bytes(tagged), parse(bytes(tagged)),
+                                 complete_csum_of(bytes(tagged)))
+    tagged[12:14] = b"\x91\x00"
+    info = parse(bytes(tagged))
+    assert info.vlans[0].tpid == 0x9100
+    assert l4_checksum_status(bytes(tagged), info) is L4Csum.GOOD  # the bytes are intact
+    assert not complete_validates_l4(bytes(tagged), info, complete_csum_of(bytes(tagged)))
 
 
 @pytest.mark.rule("CSUM-L4-005")

@@ -137,6 +137,30 @@ def test_bulk_queue_of_eight_flushes_on_the_ninth_and_at_xdp_do_flush() -> None:
     assert len(cmap.enqueue_traces) == 2
 
 
+@pytest.mark.rule("CPUMAP-ENQ-001", "CPUMAP-ENQ-004")
+def test_flush_list_is_walked_from_the_most_recently_linked_queue() -> None:
+    # bq_enqueue links a queue with list_add (at the head); __cpu_map_flush walks the
+    # list from the head.  A queue flushed because it was full is unlinked
+    # (__list_del_clearprev) and relinked at the head by the frame that follows.
+    pool = make_pool()
+    cmap = CpuMap(4, [0, 1, 2])
+    assert cmap.update_elem(1, 64) == 0 and cmap.update_elem(2, 64) == 0
+    e1, e2 = cmap.lookup(1), cmap.lookup(2)
+    assert e1 is not None and e2 is not None
+    fs = frames(pool, 11)
+    cmap.cpu_map_enqueue(e1, fs[0], 2, CTX_A)
+    cmap.cpu_map_enqueue(e2, fs[1], 2, CTX_A)
+    cmap.flush(CTX_A)
+    assert [t.to_cpu for t in cmap.enqueue_traces] == [2, 1]
+    cmap.enqueue_traces.clear()
+    for f in fs[2:10]:
+        cmap.cpu_map_enqueue(e1, f, 2, CTX_A)  # e1 linked, then full (8 frames)
+    cmap.cpu_map_enqueue(e2, fs[10], 2, CTX_A)  # e2 linked at the head
+    assert [bq.obj.cpu for bq in cmap.flush_lists[A]] == [2, 1]
+    cmap.flush(CTX_A)
+    assert [(t.to_cpu, t.processed) for t in cmap.enqueue_traces] == [(2, 1), (1, 8)]
+
+
 @pytest.mark.rule("CPUMAP-ENQ-002", "CPUMAP-ENQ-003", "CPUMAP-FATE-001")
 def test_ring_full_drops_are_counted_and_returned_direct_on_the_source() -> None:
     pool = make_pool()

@@ -59,6 +59,9 @@ def test_open_fills_the_ring_with_pool_pages() -> None:
         assert ring.get(i).cbd_bufaddr == page.dma_addr + 256
         assert ring.get(i).cbd_esc == 0x00800000
     assert fep.txqs[0].dirty_tx == 31
+    # fec_enet_alloc_txq_buffers: every TX descriptor starts with BD_ENET_TX_INT.
+    assert {fep.txqs[0].ring.get(i).cbd_esc for i in range(32)} == {0x40000000}
+    assert fep.txqs[0].ring.get(31).cbd_sc == 0x2000
 
 
 @pytest.mark.rule("FEC-RX-002", "FEC-RX-003", "FEC-RX-005", "FEC-DEV-001", "FEC-DEV-002",
@@ -333,7 +336,7 @@ def test_close_destroys_the_pool_then_releases_tx() -> None:
 
 
 @pytest.mark.rule("FEC-XDP-008")
-def test_pre_2023_xdp_tx_converts_once_per_packet() -> None:
+def test_f601899e4321_xdp_tx_converts_once_per_packet() -> None:
     counts = {}
     for old in (False, True):
         scenario = Scenario(component="fec", config={"xdp_tx_frame": old, "rx_ring_size": 8},
@@ -341,9 +344,59 @@ def test_pre_2023_xdp_tx_converts_once_per_packet() -> None:
         obs = component.run(scenario)
         counts[old] = obs["ops"]
         assert [c["fate"] for c in obs["tx_completions"]] == ["cached"] * 3
+        # The XDP_TX counters were added after f601899e4321.
+        assert obs["ethtool"]["rx_xdp_tx"] == (0 if old else 3)
     assert counts[False] == {"xdp_frame_conversions": 0, "dma_syncs_for_cpu": 3,
                              "dma_syncs_for_device": 3}
     assert counts[True]["xdp_frame_conversions"] == 3
+
+
+@pytest.mark.rule("FEC-XDP-008", "FEC-TX-002", "FEC-TX-007")
+def test_f601899e4321_xdp_tx_order_sync_and_release() -> None:
+    """fec_enet_xdp_tx_xmit at f601899e4321: the conversion precedes the free-descriptor
+    check (a full ring still costs one); the TX sync covers run_xdp's ``sync`` (the
+    length before a tail shrink), not the frame's length; completion puts the page with
+    length 0 and direct; restart returns a pending frame with xdp_return_frame."""
+    fep = _open(xdp=True, xdp_tx_frame=True, rx_ring_size=4, tx_ring_size=20)
+    page = fep.rxq.rx_skb_info[0]
+    assert page is not None
+    device.receive(fep, UDP_FRAME)
+    shrink = _prog({"op": "adjust_tail", "delta": -8}, {"op": "return", "action": 3})
+    (rec,), _ = rx.napi_poll(fep, 64, shrink)
+    assert rec.outcome == "tx_ring"
+    assert fep.syncs.for_device == [(page.dma_addr + 258, len(UDP_FRAME))]
+    assert fep.txqs[0].ring.get(0).cbd_datlen == len(UDP_FRAME) - 8
+    # 20 slots, one used: 17 free < 18, so the next XDP_TX fails after converting.
+    device.receive(fep, UDP_FRAME)
+    (rec,), _ = rx.napi_poll(fep, 64, shrink)
+    assert rec.outcome == "recycled" and fep.ops.xdp_frame_conversions == 2
+    assert fep.rxq.stats[3:5] == [0, 0]
+    syncs = len(fep.dev.syncs_for_device)
+    released = rx.fec_restart(fep)
+    assert [c.type for c in released] == [TxBufType.FEC_TXBUF_T_XDP_TX]
+    assert released[0].fate == "page_pool_put_full_netmem"  # not direct
+    assert [s.size for s in fep.dev.syncs_for_device[syncs:]] == [4096 - 256 - 320]  # max_len
+    assert fep.rxq.pool.where(page) is not pp.Loc.IN_FLIGHT
+
+
+@pytest.mark.rule("FEC-TX-003", "FEC-RX-001")
+@pytest.mark.parametrize(("avb", "cpu", "esc"), [
+    (False, 1, 0x40000000), (True, 0, 0x40000000), (True, 1, 0x40000000 | (1 << 20)),
+    (True, 5, 0x40000000 | (2 << 20)),  # cpu 5 % 3 queues = queue 2
+])
+def test_tx_descriptor_carries_the_queue_frame_type_on_avb_parts(avb: bool, cpu: int,
+                                                                 esc: int) -> None:
+    fep = _open(xdp=True, avb=avb, cpu=cpu, num_tx_queues=3)
+    device.receive(fep, UDP_FRAME)
+    (rec,), _ = rx.napi_poll(fep, 64, _prog({"op": "return", "action": 3}))
+    assert rec.xdp is not None and isinstance(rec.xdp.tx, tuple)
+    queue = rec.xdp.tx[0]
+    assert queue == cpu % 3
+    assert fep.txqs[queue].ring.get(0).cbd_esc == esc
+    legacy = _open(xdp=True, avb=True, cpu=1, num_tx_queues=3, bufdesc_ex=False)
+    device.receive(legacy, UDP_FRAME)
+    rx.napi_poll(legacy, 64, _prog({"op": "return", "action": 3}))
+    assert legacy.txqs[1].ring.get(0).cbd_esc == 0  # no enhanced words at all
 
 
 @pytest.mark.rule("FEC-DEV-007", "FEC-RX-004")

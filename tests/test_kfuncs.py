@@ -679,6 +679,28 @@ def test_bound_only_programs_on_two_devices_match_each_other() -> None:
     assert not bpf.offload_dev_match(load(bpf, **PROGS["plain"]), d["eth0"])
 
 
+@pytest.mark.rule("KFUNC-ATTACH-003")
+def test_later_trees_match_other_devices_only_for_offloaded_programs() -> None:
+    # kernel/bpf/offload.c: __bpf_offload_dev_match() in 6.12.117 and 7.3.4 returns false
+    # for a program that is not offloaded once the device is not its own; v6.17-rc3 lacks
+    # that test.  Same world, both readings side by side.
+    for fixed in (False, True):
+        bpf, d = world()
+        bpf.dev_match_requires_offload = fixed
+        bound = load(bpf, **PROGS["bound_eth0"])
+        load(bpf, prog_flags=BO, prog_ifindex=9)  # eth1: a bound-only entry too
+        bound_nsim = load(bpf, **PROGS["bound_nsim0"])
+        offl = load(bpf, **PROGS["offl_nsim0"])
+        assert bpf.offload_dev_match(bound, d["eth0"])
+        assert bpf.offload_dev_match(bound, d["eth1"]) is not fixed
+        assert bpf.offload_dev_match(bound_nsim, d["nsim1"]) is not fixed
+        assert bpf.offload_dev_match(offl, d["nsim1"])  # ports of one offload device
+        assert not bpf.offload_dev_match(offl, d["nsim2"])
+        out = bpf.dev_xdp_attach(d["eth1"], bound, XDP_FLAGS_DRV_MODE)
+        assert (out.rc, out.msg) == ((EINVAL, "Program bound to different device") if fixed
+                                     else (0, ""))
+
+
 # --- KFUNC-MAP-*: table of program-map insertions -------------------------------------------
 
 MAP_PROGS: dict[str, dict[str, Any]] = {
@@ -733,3 +755,30 @@ def test_no_device_bound_program_is_map_compatible() -> None:
         assert bpf_prog_map_compatible(prog) is (kw.get("prog_ifindex", 0) == 0), name
     with pytest.raises(InvalidConfig):
         map_update_prog(2, load(bpf))  # BPF_MAP_TYPE_ARRAY holds no programs
+
+
+@pytest.mark.rule("KFUNC-ATTACH-004", "KFUNC-ATTACH-005")
+def test_later_trees_check_the_new_program_in_dev_xdp_install() -> None:
+    # net/core/dev.c: v6.17-rc3 checks the new program in dev_xdp_attach(), before the
+    # ndo_bpf lookup; 6.12.117 and 7.3.4 check it in dev_xdp_install(), which runs only
+    # when the program changes and after "Underlying driver does not support XDP in
+    # native mode".  A DEVMAP program on a device without ndo_bpf shows the difference.
+    for in_install, expected in ((False, (EINVAL, "BPF_XDP_DEVMAP programs can not be "
+                                          "attached to a device")),
+                                 (True, (-errno.EOPNOTSUPP, "Underlying driver does not "
+                                         "support XDP in native mode"))):
+        bpf, d = world()
+        bpf.attach_checks_in_install = in_install
+        prog = load(bpf, **PROGS["plain_devmap"])
+        out = bpf.dev_xdp_attach(d["gen0"], prog, XDP_FLAGS_DRV_MODE)
+        assert (out.rc, out.msg) == expected
+        assert d["gen0"].xdp_state == {}
+    # Same outcome for every row of the attach table when the device has ndo_bpf.
+    for case in ATTACH_CASES:
+        _, _, pname, dname, flags, rc, msg = case
+        if dname == "gen0":
+            continue
+        bpf, d = world()
+        bpf.attach_checks_in_install = True
+        out = bpf.dev_xdp_attach(d[dname], load(bpf, **PROGS[pname]), flags)
+        assert (out.rc, out.msg) == (rc, msg), case[0]

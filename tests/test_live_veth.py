@@ -210,3 +210,60 @@ def test_sweep_spares_live_and_foreign_names() -> None:
     finally:
         netns.delete(mine)
         subprocess.run(["ip", "netns", "del", foreign], check=False)
+
+
+@pytest.mark.rule("VETH-KF-005", "VETH-KF-007")
+def test_tagged_hash_equalities_live() -> None:
+    """Hand-picked pairs for the VLAN key: which tagged frames share a flow hash on the
+    running kernel, next to the model's prediction (equalities only; the value is keyed
+    per boot)."""
+    from conformance.components import veth as veth_component
+    from conformance.scenario import Scenario
+    from conformance.targets.live import LiveTarget
+
+    flow = ("udp", 1000, 2000, 0x0A000001, 0x0A000002)
+    plain = veth_component._flow_frame(flow)
+    other_port = veth_component._flow_frame(("udp", 1001, 2000, 0x0A000001, 0x0A000002))
+    swapped = veth_component._flow_frame(flow, swap_ports=True)
+    tos = veth_component._flow_frame(flow, tos=0x10)
+    inband = veth_component._inband
+    cases: list[tuple[bytes, tuple[int, int] | None]] = [
+        (plain, None),                                   # 0
+        (plain, (0x8100, 0x0000)),                       # 1: a zero tag still counts
+        (plain, (0x8100, 0x0064)),                       # 2
+        (plain, (0x8100, 0x1064)),                       # 3: DEI only: = 2
+        (plain, (0x8100, 0xA064)),                       # 4: PCP differs from 2
+        (plain, (0x88A8, 0x0064)),                       # 5: TPID differs from 2
+        (plain, (0x8100, 0x00C8)),                       # 6: VID differs from 2
+        (swapped, None),                                 # 7: ports swapped only: = 0
+        (inband(plain, [(0x8100, 100)]), None),          # 8
+        (inband(plain, [(0x8100, 200)]), None),          # 9: VID ignored: = 8
+        (inband(other_port, [(0x8100, 100)]), None),     # 10: ports ignored: = 8
+        (inband(tos, [(0x8100, 100)]), None),            # 11: TOS read as the TCI
+        (inband(plain, [(0x88A8, 100)]), None),          # 12: outer TPID counts
+        (inband(plain, [(0x88A8, 1), (0x8100, 2)]), None),  # 13: QinQ: = 12 (same IP)
+        (inband(plain, [(0x8100, 100)]), (0x8100, 300)),    # 14: oob on in-band
+    ]
+    scenario = Scenario(component="veth", config={"path": "skb",
+                                                  "oob_vlan": [None if t is None else
+                                                               {"proto": t[0], "tci": t[1]}
+                                                               for _, t in cases]},
+                        frames=tuple(f for f, _ in cases),
+                        program=({"op": "kfunc", "name": "rx_hash"},))
+    want = veth_component.expected(scenario)["packets"]
+    target = LiveTarget("veth")
+    try:
+        got = target.run(scenario)["packets"]
+    finally:
+        target.close()
+    w = [p["ops"][0] for p in want]
+    g = [p["ops"][0] for p in got]
+    assert [o["rss_type"] for o in g] == [o["rss_type"] for o in w] == [8] * 8 + [0] * 7
+    for i in range(len(cases)):
+        for j in range(i):
+            assert (g[i]["hash"] == g[j]["hash"]) == (w[i]["hash"] == w[j]["hash"]), (j, i)
+    # The hand-worked expectations the model must meet as well.
+    assert w[3]["hash"] == w[2]["hash"] and w[7]["hash"] == w[0]["hash"]
+    assert w[9]["hash"] == w[8]["hash"] == w[10]["hash"]
+    assert len({w[k]["hash"] for k in (0, 1, 2, 4, 5, 6)}) == 6
+    assert len({w[k]["hash"] for k in (8, 11, 12)}) == 3 and w[13]["hash"] == w[12]["hash"]

@@ -262,6 +262,19 @@ def test_striding_strides_filler_and_error() -> None:
         (0, 0), (0, 128), (1, 0), (2, 0), (2, 64)]
 
 
+@pytest.mark.rule("MLX5-DEV-011")
+def test_filler_carries_the_next_packets_other_fields() -> None:
+    """The driver reads only the opcode, filler bit and stride count of a filler CQE; the
+    model's other fields are those of the packet that did not fit (model choice, stated)."""
+    dev = Mlx5Device(cfg(rq_type=RqType.STRIDING, log_stride_sz=6, log_num_strides=3))
+    filler, pkt = dev.receive([_udp(448), _udp(150)])[1:]
+    assert filler.filler and not pkt.filler
+    same = ("rss_hash_result", "rss_hash_type", "check_sum", "hds_ip_ext", "l4_l3_hdr_type",
+            "timestamp_h", "timestamp_l", "sop_drop_qpn", "op_own")
+    assert all(getattr(filler.cqe, f) == getattr(pkt.cqe, f) for f in same)
+    assert filler.cqe.rss_hash_result != 0
+
+
 # --- ring writing (MLX5-DEV-013, MLX5-COMP-*) ------------------------------------------------
 
 

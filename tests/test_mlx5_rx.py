@@ -373,3 +373,93 @@ def test_skipping_one_reset_changes_what_the_program_sees(
     else:  # packet 0 left data_meta 8 below data; packet 1 then has 16 bytes of "metadata"
         assert good.records[1]["skb"]["metasize"] == 8
         assert bad.records[1]["skb"]["metasize"] == 16
+
+
+# --- second reading (2026-12): RQ headroom, fragments after a shrink, error opcodes ------
+
+
+@pytest.mark.rule("MLX5-RX-005", "MLX5-RX-004")
+@pytest.mark.parametrize(("rq_type", "linear"), [(RqType.CYCLIC, True), (RqType.CYCLIC, False),
+                                                 (RqType.STRIDING, True)])
+def test_without_a_program_the_skb_sits_after_net_skb_pad(rq_type: RqType,
+                                                           linear: bool) -> None:
+    # en/params.c mlx5e_get_linear_rq_headroom: NET_IP_ALIGN (0 on x86) + MLX5_RX_HEADROOM
+    # (NET_SKB_PAD = max(32, L1_CACHE_BYTES) = 64 on x86_64) when params->xdp_prog is NULL.
+    f = udp(40)
+    run = rx.run(dev(rq_type=rq_type), [f], rx.RqConfig(rq_type=rq_type, linear=linear),
+                 lambda i: None)
+    skb = run.records[0]["skb"]
+    assert skb["headroom"] == 64 and skb["data"] == f.hex()
+    assert rx.mlx5e_get_linear_rq_headroom(False) == rx.NET_IP_ALIGN + rx.NET_SKB_PAD == 64
+
+
+@pytest.mark.rule("MLX5-RX-005", "MLX5-XDP-002")
+def test_with_a_program_the_rq_headroom_is_xdp_packet_headroom() -> None:
+    f = udp(40)
+    for linear in (True, False):
+        run = drive([f], ret(PASS), linear=linear)
+        assert run.records[0]["mxbuf"]["headroom"] == 256
+        assert run.records[0]["skb"]["headroom"] == 256
+    assert rx.mlx5e_get_linear_rq_headroom(True) == 256
+
+
+@pytest.mark.rule("MLX5-RX-005")
+def test_headroom_is_the_rqs_not_the_packets() -> None:
+    # rq->buff.headroom is fixed by mlx5e_open_rq: an RQ opened with a program keeps 256
+    # bytes for a packet the scenario runs no program on.
+    f = udp(40)
+    run = drive([f, f], [ret(PASS), None])
+    assert [r["skb"]["headroom"] for r in run.records] == [256, 256]
+
+
+@pytest.mark.rule("MLX5-RX-005", "MLX5-XDP-002")
+def test_striding_nonlinear_without_program_uses_the_napi_skb_headroom() -> None:
+    f = udp(400)
+    run = rx.run(dev(rq_type=RqType.STRIDING), [f],
+                 rx.RqConfig(rq_type=RqType.STRIDING, linear=False), lambda i: None)
+    skb = run.records[0]["skb"]
+    # napi_alloc_skb reserves NET_SKB_PAD + NET_IP_ALIGN; MLX5E_RX_MAX_HEAD bytes are copied.
+    assert skb["headroom"] == 64 and skb["nr_frags"] == 1 and skb["data"] == f.hex()
+
+
+@pytest.mark.rule("MLX5-XDP-004", "MLX5-XDP-003")
+def test_pass_after_a_tail_shrink_keeps_only_the_remaining_frags() -> None:
+    # 128 linear + 128 + 128 + 58: shrinking by 100 frees the last fragment; the skb gets
+    # the fragments the buffer still holds (the fixed code of 6.12.117 / 7.3.4).
+    big = udp(400)
+    assert len(big) == 442
+    run = drive([big], ret(PASS, {"op": "adjust_tail", "delta": -100}), linear=False,
+                frag_size=128)
+    rec = run.records[0]
+    assert rec["mxbuf"]["nr_frags"] == 3
+    assert rec["skb"]["nr_frags"] == 2 and rec["skb"]["len"] == len(big) - 100
+    assert rec["skb"]["data"] == big[:-100].hex()
+
+
+@pytest.mark.rule("MLX5-CQE-009", "MLX5-RX-002")
+@pytest.mark.parametrize("opcode", [C.RDMA_CORE_MLX5_CQE_NO_PACKET, C.MLX5_CQE_RESP_SEND_IMM,
+                                    C.MLX5_CQE_RESP_SEND_INV, C.MLX5_CQE_RESP_ERR,
+                                    C.MLX5_CQE_INVALID])
+def test_every_opcode_but_resp_send_is_an_error_completion(opcode: int) -> None:
+    for rq_type in (RqType.CYCLIC, RqType.STRIDING):
+        rq = rx.Mlx5eRq(rx.RqConfig(rq_type=rq_type))
+        f = udp(20)
+        rec = rq.handle_cqe(C.mlx5_cqe64(byte_cnt=len(f), op_own=opcode << 4), f, ret(PASS))
+        assert rec["kind"] == "error" and rec["skb"] is None and rec["verdict"] is None
+        assert rq.counters()["rx_wqe_err"] == 1 and rq.counters()["rx_packets"] == 0
+        assert rq.recovering is False  # syndrome 0 needs no recovery
+
+
+@pytest.mark.rule("MLX5-CQE-009", "MLX5-RX-002")
+def test_recovery_syndromes_mark_the_rq_recovering_once() -> None:
+    rq = rx.Mlx5eRq(rx.RqConfig())
+    length_err = C.mlx5_err_cqe(syndrome=C.MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR,
+                                op_own=C.MLX5_CQE_RESP_ERR << 4).pack()
+    rq.handle_cqe(C.mlx5_cqe64.unpack(length_err), b"", None)
+    assert rq.recovering is False
+    flush = C.mlx5_err_cqe(syndrome=C.MLX5_CQE_SYNDROME_WR_FLUSH_ERR,
+                           op_own=C.MLX5_CQE_RESP_ERR << 4).pack()
+    for _ in range(2):
+        rq.handle_cqe(C.mlx5_cqe64.unpack(flush), b"", None)
+    assert rq.recovering is True and rq.stats.wqe_err == 3
+    assert [s for s in range(256) if C.cqe_syndrome_needs_recover(s)] == [0x02, 0x04, 0x05]

@@ -272,6 +272,17 @@ def test_pkt_type_by_destination(dst: str, pkt_type: str, mcast: int) -> None:
 
 
 @pytest.mark.rule("MLX5-SKB-005")
+def test_own_address_is_host_before_the_group_bit_is_read() -> None:
+    """include/linux/etherdevice.h eth_skb_pkt_type: only a destination other than
+    dev_addr is classified, so a netdev whose address has the group bit still gets HOST."""
+    own = bytes.fromhex("030000000002")
+    frame = own + bytes.fromhex("020000000001" "0800") + bytes(46)
+    assert skbmeta.eth_type_trans(frame, own)[1] is skbmeta.PktType.PACKET_HOST
+    assert skbmeta.eth_type_trans(frame, bytes.fromhex("020000000002"))[1] is \
+        skbmeta.PktType.PACKET_MULTICAST
+
+
+@pytest.mark.rule("MLX5-SKB-005")
 def test_length_frames_get_802_2_or_802_3() -> None:
     """eth.c: below ETH_P_802_3_MIN (0x0600) the field is a length; 0xffff after the header
     means raw 802.3 (ETH_P_802_3 = 1), anything else 802.2 LLC (ETH_P_802_2 = 4)."""

@@ -438,7 +438,7 @@ CASES: list[tuple[str, bytes, type[MalformedInput], str, int, str]] = [
     ("routing 1 byte", eth(ETH_P_IPV6, ipv6(43, b"\x11")), Truncated, "ipv6.exthdr", 54,
      "PKT-IP6-003"),
     ("ah past end", eth(ETH_P_IPV6, ipv6(51, bytes([17, 4]) + b"\0" * 10)), Truncated,
-     "ipv6.exthdr", 54, "PKT-IP6-003"),
+     "ipv6.exthdr", 54, "PKT-IP6-006"),
     ("ah 1 byte", eth(ETH_P_IPV6, ipv6(51, b"\x11")), Truncated, "ipv6.exthdr", 54, "PKT-IP6-006"),
     ("frag hdr 7 bytes", eth(ETH_P_IPV6, ipv6(44, b"\x11" + b"\0" * 6)), Truncated, "ipv6.frag",
      54, "PKT-IP6-005"),

@@ -14,6 +14,7 @@ import pytest
 from reference.errors import InvalidConfig, StateViolation
 from reference.page_pool import (
     ARM64_4K,
+    ARM64_ARCH_DMA_MINALIGN,
     BIAS_MAX,
     DMA_BIDIRECTIONAL,
     DMA_FROM_DEVICE,
@@ -41,6 +42,7 @@ from reference.page_pool import (
     PoolState,
     PtrRing,
     PutOutcome,
+    arm64_cache_line_size,
     ethtool_stats,
     get_page,
     page_pool_alloc,
@@ -51,6 +53,7 @@ from reference.page_pool import (
     page_pool_dev_alloc_frag,
     page_pool_dev_alloc_pages,
     page_pool_dma_sync_for_cpu,
+    page_pool_enable_direct_recycling,
     page_pool_ethtool_stats_get,
     page_pool_ethtool_stats_get_count,
     page_pool_ethtool_stats_get_strings,
@@ -838,21 +841,49 @@ def test_sync_for_cpu_helper() -> None:
 
 
 @pytest.mark.rule("PP-FRAG-001")
-def test_frag_bigger_than_page_refused() -> None:
+def test_frag_bigger_than_page_warns_and_returns_null() -> None:
+    # page_pool_alloc_frag_netmem: WARN_ON(size > max_size) and return 0, before any state.
     pool = make_pool()
+    f = page_pool_alloc_frag(pool, 100)
+    assert f is not None
     snap = snapshot(pool)
-    with pytest.raises(StateViolation):
-        page_pool_alloc_frag(pool, 4097)
-    assert snapshot(pool) == snap
+    trace = Trace()
+    assert page_pool_alloc_frag(pool, 4097, trace=trace) is None
+    assert snapshot(pool) == snap and pool.frag_page is f[0] and pool.frag_offset == 100
+    assert len(pool.warnings) == 1 and trace.rules() == ["PP-FRAG-001"]
+    assert page_pool_alloc_frag(pool, 4096) is not None  # exactly a page is allowed
+    assert len(pool.warnings) == 1
 
 
 @pytest.mark.rule("PP-FRAG-002")
 def test_frag_size_aligned_to_dma_cache_alignment() -> None:
+    # arm64 (arch/arm64/include/asm/cache.h): dma_get_cache_alignment is cache_line_size,
+    # 64 bytes on a CPU reporting CTR_EL0.CWG = 4: 50 rounds up to 64 (128 would be the
+    # old, wrong ARCH_DMA_MINALIGN reading), 100 to 128.
+    assert ARM64_4K.dma_cache_alignment == 64
     pool = make_pool(allocator=PageAllocator(ARM64_4K))
-    a = page_pool_alloc_frag(pool, 100)
-    b = page_pool_alloc_frag(pool, 100)
-    assert a is not None and b is not None
-    assert (a[1], b[1], pool.frag_offset) == (0, 128, 256)
+    got = [page_pool_alloc_frag(pool, n) for n in (50, 100, 1)]
+    assert [g[1] for g in got if g] == [0, 64, 192] and pool.frag_offset == 256
+    # x86-64 has no ARCH_DMA_MINALIGN: alignment 1, sizes are kept as asked.
+    pool = make_pool()
+    got = [page_pool_alloc_frag(pool, 100) for _ in range(2)]
+    assert [g[1] for g in got if g] == [0, 100] and pool.frag_offset == 200
+
+
+@pytest.mark.rule("PP-FRAG-002")
+def test_arm64_cache_line_size_sources() -> None:
+    # cacheinfo.c cache_line_size: coherency_max_size first; then 4 << CWG; CWG 0 falls
+    # back to ARCH_DMA_MINALIGN (128).
+    assert arm64_cache_line_size() == 64
+    assert arm64_cache_line_size(ctr_el0_cwg=5) == 128
+    assert arm64_cache_line_size(ctr_el0_cwg=0) == ARM64_ARCH_DMA_MINALIGN == 128
+    assert arm64_cache_line_size(coherency_max_size=128, ctr_el0_cwg=4) == 128
+    pool = make_pool(allocator=PageAllocator(Arch(dma_cache_alignment=128)))
+    got = [page_pool_alloc_frag(pool, 100) for _ in range(2)]
+    assert [g[1] for g in got if g] == [0, 128] and pool.frag_offset == 256
+    pool = make_pool(allocator=PageAllocator(Arch(dma_cache_alignment=64)))
+    got = [page_pool_alloc_frag(pool, 1) for _ in range(3)]
+    assert [g[1] for g in got if g] == [0, 64, 128]
 
 
 @pytest.mark.rule("PP-FRAG-003", "PP-FRAG-004")
@@ -1015,14 +1046,45 @@ def test_destroy_disables_direct_recycling_and_frees_frag() -> None:
 def test_enable_direct_recycling() -> None:
     pool = make_pool()
     napi = NapiStruct(2)
-    pool.enable_direct_recycling(napi)
-    pool.enable_direct_recycling(napi)  # idempotent
-    with pytest.raises(StateViolation):
-        pool.enable_direct_recycling(NapiStruct(3))
-    assert pool.napi is napi
+    assert pool.enable_direct_recycling(napi) is False  # NULL -> napi: no WARN
+    assert pool.enable_direct_recycling(napi) is False  # same NAPI: idempotent
+    assert pool.warnings == []
     page = pool.alloc_pages(SOFTIRQ0)
     assert page is not None
     assert pool.put_page(page, -1, False, Context.softirq(2)) is PutOutcome.CACHED
+
+
+@pytest.mark.rule("PP-DESTROY-008")
+def test_enable_direct_recycling_over_another_napi_warns_and_replaces() -> None:
+    # page_pool.c page_pool_enable_direct_recycling: WARN_ON(!napi || pool->p.napi), then
+    # WRITE_ONCE(pool->p.napi, napi) regardless.
+    old, new = NapiStruct(2), NapiStruct(3)
+    pool = make_pool(napi=old)
+    trace = Trace()
+    assert pool.enable_direct_recycling(new, trace) is True
+    assert pool.napi is new and len(pool.warnings) == 1 and "WARN" in pool.warnings[0]
+    assert [e.rule for e in trace.events] == ["PP-DESTROY-008"]
+    page = pool.alloc_pages(SOFTIRQ0)
+    assert page is not None
+    # The new owner's CPU now recycles directly; the old one's no longer does.
+    assert pool.put_page(page, -1, False, Context.softirq(2)) is PutOutcome.RING
+    page = pool.alloc_pages(SOFTIRQ0)
+    assert page is not None
+    assert pool.put_page(page, -1, False, Context.softirq(3)) is PutOutcome.CACHED
+    # Enabling with NULL while a NAPI is attached WARNs too and clears it.
+    assert page_pool_enable_direct_recycling(pool, None) is True
+    assert pool.napi is None and len(pool.warnings) == 2
+
+
+@pytest.mark.rule("PP-DESTROY-008")
+def test_disable_direct_recycling_warns_on_an_owned_napi() -> None:
+    # napi_assert_will_not_race (net/core/dev.h): WARN if list_owner != -1; carries on.
+    pool = make_pool(cpuid=1, napi=NapiStruct(-1))
+    pool.disable_direct_recycling()
+    assert (pool.cpuid, pool.napi, pool.warnings) == (-1, None, [])
+    pool = make_pool(napi=NapiStruct(0))
+    pool.disable_direct_recycling()
+    assert pool.napi is None and len(pool.warnings) == 1
 
 
 @pytest.mark.rule("PP-DESTROY-003")
@@ -1097,6 +1159,25 @@ def test_destroy_misuse() -> None:
         with pytest.raises(StateViolation):
             call()
     assert snapshot(pool) == snap
+
+
+@pytest.mark.rule("PP-DESTROY-007")
+def test_destroy_after_last_on_a_waiting_pool_warns_and_saturates() -> None:
+    # page_pool_put -> refcount_dec_and_test on 0: refcount_warn_saturate (WARN, count
+    # pinned at REFCOUNT_SATURATED = INT_MIN / 2) and "not last", so destroy returns.
+    pool = make_pool()
+    held = pool.alloc_pages(SOFTIRQ0)
+    assert held is not None
+    pool.destroy()
+    assert pool.state is PoolState.DETACHED and pool.warnings == []
+    pool.destroy()
+    assert pool.state is PoolState.DETACHED
+    assert pool.user_cnt == -0x4000_0000 and len(pool.warnings) == 1
+    pool.use_xdp_mem()  # refcount_inc from saturated: WARN again, stays saturated
+    assert pool.user_cnt == -0x4000_0000 and len(pool.warnings) == 2
+    # The deferred release still frees the pool once the page is back.
+    pool.put_page(held, -1, False, PROC)
+    assert pool.release_retry() == 0 and pool.state is PoolState.FREED
 
 
 # ----------------------------------------------------------------------------- ledger

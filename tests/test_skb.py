@@ -82,6 +82,19 @@ def test_eth_type_trans_protocols(tail: bytes, proto: int) -> None:
     assert xdp_build_skb_from_frame(frame, 1).protocol == proto
 
 
+@pytest.mark.rule("SKB-BUILD-002")
+def test_eth_type_trans_reads_the_sap_only_inside_the_packet() -> None:
+    # eth.c eth_type_trans: skb_header_pointer(skb, 0, 2) is NULL for a packet with fewer
+    # than two bytes after the MAC header, so the answer is ETH_P_802_2 whatever bytes
+    # the buffer holds past the end of the packet.
+    pool = make_pool()
+    page = pool.alloc_pages(pp.Context.softirq(A))
+    assert page is not None
+    frame = make_frame(page, MemType.MEM_TYPE_PAGE_POOL, bytes(12) + b"\x00\x2e")
+    frame.page.data[256 + 14 : 256 + 16] = b"\xff\xff"  # tailroom, not packet
+    assert xdp_build_skb_from_frame(frame, 1).protocol == 0x0004
+
+
 @pytest.mark.rule("SKB-BUILD-003")
 def test_only_page_pool_frames_are_marked_and_the_frame_is_scrubbed() -> None:
     pool = make_pool()

@@ -17,6 +17,7 @@ from conformance.components import veth as veth_component
 from conformance.scenario import Scenario
 from reference import tun, veth
 from reference.errors import InvalidConfig
+from reference.flow_dissector import VlanKey as FlowVlan
 from reference.kfuncs import RxHash, RxTimestamp, RxVlanTag
 
 ETH = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
@@ -176,6 +177,8 @@ def test_hash_stand_in_equalities() -> None:
     assert h(udp(1, 2)) == h(udp(1, 2))
     assert h(udp(1, 2)) != h(udp(1, 3))
     assert h(udp(1, 2, "1.1.1.1")) != h(udp(1, 2, "1.1.1.3"))
+    # __flow_hash_consistentify orders the addresses and, separately, the ports.
+    assert h(udp(1, 2, "1.1.1.1", "2.2.2.2")) == h(udp(2, 1, "1.1.1.1", "2.2.2.2"))
 
 
 @pytest.mark.rule("TUN-BUF-001")
@@ -187,6 +190,8 @@ def test_tun_layout() -> None:
     assert not tun.tun_can_build_skb(3457)
     assert not tun.tun_can_build_skb(74, noblock=False)
     assert not tun.tun_can_build_skb(74, tap=False)
+    assert not tun.tun_can_build_skb(74, sndbuf_unlimited=False)  # TUNSETSNDBUF
+    assert not tun.tun_can_build_skb(74, napi_frags=True)  # IFF_NAPI_FRAGS
     frame = udp()
     grow = 64 - len(frame)
     scenario = Scenario(component="tun", frames=(frame,),
@@ -240,3 +245,67 @@ def test_out_of_band_tag_in_scenarios() -> None:
                      frames=(udp(),), program=program)
     with pytest.raises(InvalidConfig):
         veth_component.expected(wrong)
+
+
+@pytest.mark.rule("VETH-KF-007")
+def test_af_packet_network_offset_skips_in_band_tags() -> None:
+    from reference.flow_dissector import af_packet_network_offset
+
+    base = udp()
+    tag = veth_component._inband
+    assert af_packet_network_offset(base) == 14
+    assert af_packet_network_offset(tag(base, [(0x8100, 5)])) == 18
+    assert af_packet_network_offset(tag(base, [(0x88A8, 5), (0x8100, 6)])) == 22
+    seven = tag(base, [(0x8100, i) for i in range(7)])
+    assert af_packet_network_offset(seven) == 14 + 28
+    eight = tag(base, [(0x8100, i) for i in range(8)])
+    assert af_packet_network_offset(eight) == 14  # __vlan_get_protocol_offset gives up
+    assert af_packet_network_offset(base[:12] + b"\x81\x00\x00") == 14  # tag cut off
+    assert af_packet_network_offset(tag(base, [(0x9100, 5)])) == 14  # not eth_type_vlan
+
+
+@pytest.mark.rule("VETH-KF-007")
+def test_vlan_keys_hand_worked() -> None:
+    frame = udp(1000, 2000)
+    oob = veth.flow_dissect(frame, veth.VethSkb(frame, vlan_present=True, vlan_proto=0x88A8,
+                                                 vlan_tci=0xB064))
+    # Out of band: VID 100, PCP 5 (DEI dropped), the TPID, skb->protocol after it; the
+    # rest as untagged, so the hash stays L4.
+    assert oob.vlan == FlowVlan(100, 5, 0x88A8, 0x0800)
+    assert (oob.ip_proto, oob.ports, oob.has_l4) == (17, (1000 << 16) | 2000, True)
+    # In band (AF_PACKET): the walk starts at 0x8100 from the network header, which
+    # AF_PACKET put past the tag, so the IPv4 header's first word is read as the tag:
+    # 0x4500 -> VID 0x500, PCP 2; then the total length (28) as the ethertype.
+    tagged = veth_component._inband(frame, [(0x8100, 0xFFFF)])
+    keys = veth.flow_dissect(tagged, veth.VethSkb(tagged))
+    assert keys.vlan == FlowVlan(0x500, 2, 0x8100, 28)
+    assert (keys.n_proto, keys.addrs, keys.ports, keys.has_l4) == (28, None, 0, False)
+
+
+@pytest.mark.rule("VETH-KF-002")
+def test_dissector_details() -> None:
+    from scapy.layers.inet6 import IPv6ExtHdrFragment
+
+    from reference.flow_dissector import eth_type_trans_protocol
+
+    # IPv6 fragment: ip_proto is the fragment header's next header, no ports.
+    frag = bytes(ETH / IPv6() / IPv6ExtHdrFragment(offset=0, m=1) / UDP(sport=1, dport=2))
+    keys = veth.flow_dissect(frag)
+    assert (keys.ip_proto, keys.fragment, keys.ports) == (17, True, 0)
+    # IP-in-IP: the inner header's addresses and ports.
+    ipip = bytes(ETH / IP(src="9.9.9.9", dst="8.8.8.8") / IP(src="1.1.1.1", dst="2.2.2.2")
+                 / UDP(sport=3, dport=4))
+    inner = veth.flow_dissect(ipip)
+    assert inner.addrs == (bytes([1] * 4), bytes([2] * 4)) and inner.ports == (3 << 16) | 4
+    # A length field: eth_type_trans's 802.3/802.2 protocol, whatever the length.
+    assert eth_type_trans_protocol(bytes(12) + b"\x00\x40" + b"\xff\xff") == 0x0001
+    assert eth_type_trans_protocol(bytes(12) + b"\x00\x40" + b"\xaa\xaa") == 0x0004
+    a, b = bytes(12) + b"\x00\x40" + bytes(40), bytes(12) + b"\x00\x50" + bytes(40)
+    assert veth.flow_key_hash(veth.flow_dissect(a)) == veth.flow_key_hash(veth.flow_dissect(b))
+    # GRE is outside the model: rx_hash refuses the scenario.
+    gre = bytes(ETH / IP(proto=47) / b"\x00\x00\x08\x00" / IP())
+    assert not veth.flow_dissect(gre).covered
+    scenario = Scenario(component="veth", frames=(gre,),
+                        program=({"op": "kfunc", "name": "rx_hash"},))
+    with pytest.raises(InvalidConfig):
+        veth_component.expected(scenario)

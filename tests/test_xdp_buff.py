@@ -39,8 +39,10 @@ from reference.xdp.rxq import (
     XdpTxqInfo,
     xdp_rxq_info_reg,
     xdp_rxq_info_reg_mem_model,
+    xdp_rxq_info_unreg,
     xdp_rxq_info_unused,
 )
+from reference.xdp.warn import KernelWarn
 
 
 def c_layout(fields: list[tuple[str, int, int]]) -> tuple[dict[str, int], int]:
@@ -368,28 +370,63 @@ def test_rxq_reg_resets_memory_model() -> None:
 
 
 @pytest.mark.rule("XDP-MEM-005")
-def test_rxq_reg_warn_cases_leave_rxq_untouched() -> None:
+def test_rxq_reg_warn_cases_return_the_kernels_errnos() -> None:
+    # net/core/xdp.c: __xdp_rxq_info_reg(): each case WARNs, then returns as shown.
+    warns: list[KernelWarn] = []
     q = XdpRxqInfo()
-    with pytest.raises(StateViolation):
-        xdp_rxq_info_reg(q, None, 0)
+    assert xdp_rxq_info_reg(q, None, 0, warns=warns) == -errno.ENODEV
     assert q == XdpRxqInfo()
     xdp_rxq_info_unused(q)
-    with pytest.raises(StateViolation):
-        xdp_rxq_info_reg(q, NetDev(1), 0)
-    assert q.reg_state == RegState.UNUSED
+    assert xdp_rxq_info_reg(q, NetDev(1), 0, warns=warns) == -errno.EINVAL
+    assert q.reg_state == RegState.UNUSED and q.dev is None
+    assert [(w.function, w.message, w.rule) for w in warns] == [
+        ("__xdp_rxq_info_reg", "Missing net_device from driver", "XDP-MEM-005"),
+        ("__xdp_rxq_info_reg", "Driver promised not to register this", "XDP-MEM-005")]
+
+
+@pytest.mark.rule("XDP-MEM-005")
+def test_rxq_reg_twice_warns_unregisters_and_registers_again() -> None:
+    # The third WARN case carries on: xdp_rxq_info_unreg() drops the memory model (a
+    # page_pool registered under it is destroyed), then the queue is registered anew.
     r = XdpRxqInfo()
-    xdp_rxq_info_reg(r, NetDev(1), 0)
-    snapshot = (r.dev, r.queue_index, r.reg_state, r.mem.type, r.frag_size)
-    with pytest.raises(StateViolation):
-        xdp_rxq_info_reg(r, NetDev(2), 1)
-    assert (r.dev, r.queue_index, r.reg_state, r.mem.type, r.frag_size) == snapshot
+    assert xdp_rxq_info_reg(r, NetDev(1), 0, 1024) == 0
+    assert xdp_rxq_info_reg_mem_model(r, MemType.MEM_TYPE_PAGE_POOL, object(), mem_id=9) == 0
+    warns: list[KernelWarn] = []
+    trace = Trace()
+    assert xdp_rxq_info_reg(r, NetDev(2), 1, 0, warns=warns, trace=trace) == 0
+    assert [w.message for w in warns] == ["Missing unregister, handled but fix driver"]
+    assert (r.dev, r.queue_index, r.frag_size, r.reg_state) == \
+        (NetDev(2), 1, 0, RegState.REGISTERED)
+    assert (r.mem.type, r.mem.id) == (MemType.MEM_TYPE_PAGE_SHARED, 0)
+    dropped = [dict(e.fields) for e in trace if e.what == "memory model dropped on unregister"]
+    assert dropped == [{"mem_type": MemType.MEM_TYPE_PAGE_POOL, "mem_id": 9,
+                        "page_pool_destroyed": True}]
+
+
+@pytest.mark.rule("XDP-MEM-005")
+def test_rxq_unreg_of_a_never_registered_queue_warns() -> None:
+    # xdp_rxq_info_unreg_mem_model() WARNs on a queue that is not registered; unreg still
+    # marks it UNREGISTERED.  An unused queue is skipped silently.
+    warns: list[KernelWarn] = []
+    q = XdpRxqInfo()
+    assert xdp_rxq_info_unreg(q, warns=warns) is None
+    assert q.reg_state == RegState.UNREGISTERED
+    assert [w.function for w in warns] == ["xdp_rxq_info_unreg_mem_model"]
+    u = XdpRxqInfo()
+    xdp_rxq_info_unused(u)
+    assert xdp_rxq_info_unreg(u, warns=warns) is None
+    assert u.reg_state == RegState.UNUSED and len(warns) == 1
 
 
 @pytest.mark.rule("XDP-MEM-006")
 def test_reg_mem_model_order_of_checks() -> None:
     unreg = XdpRxqInfo()
-    with pytest.raises(StateViolation):
-        xdp_rxq_info_reg_mem_model(unreg, MemType.MEM_TYPE_PAGE_POOL, object())
+    warns: list[KernelWarn] = []
+    assert xdp_rxq_info_reg_mem_model(unreg, MemType.MEM_TYPE_PAGE_POOL, object(),
+                                      warns=warns) == -errno.EFAULT
+    assert unreg == XdpRxqInfo()
+    assert [(w.message, w.rule) for w in warns] == [("Missing register, driver bug",
+                                                     "XDP-MEM-006")]
     q = XdpRxqInfo()
     xdp_rxq_info_reg(q, NetDev(1), 0)
     assert xdp_rxq_info_reg_mem_model(q, 4, None) == -errno.EOPNOTSUPP

@@ -8,13 +8,17 @@ __xdp_return`` transcribed as a table; hand-worked conversions.
 from __future__ import annotations
 
 import errno
+import pathlib
+import shutil
 import struct
+import subprocess
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from reference.errors import StateViolation, Truncated
+from reference.trace import Trace
 from reference.xdp.arch import X86_64
 from reference.xdp.buff import (
     XDP_FLAGS_HAS_FRAGS,
@@ -49,6 +53,7 @@ from reference.xdp.mem import (
 )
 from reference.xdp.memory import Page
 from reference.xdp.rxq import NetDev, RegState, XdpRxqInfo
+from reference.xdp.warn import KernelWarn
 
 
 def c_layout(fields: list[tuple[str, int, int]]) -> tuple[dict[str, int], int]:
@@ -163,12 +168,23 @@ def test_missing_reserved_tailroom_is_a_driver_bug() -> None:
     assert xdp_convert_buff_to_frame(ok) is not None
     bad = buff(256, data_len=3776 - 256 + 1)
     before = bytes(bad.page.data)  # type: ignore[union-attr]
-    with pytest.raises(StateViolation):
-        xdp_convert_buff_to_frame(bad)
+    # include/net/xdp.h: xdp_update_frame_from_buff() XDP_WARNs and returns -ENOSPC, so the
+    # conversion gives NULL like any other failure; the WARN is the observable.
+    warns: list[KernelWarn] = []
+    trace = Trace()
+    assert xdp_convert_buff_to_frame(bad, warns=warns, trace=trace) is None
+    assert warns == [KernelWarn("xdp_update_frame_from_buff",
+                                "Driver BUG: missing reserved tailroom", "XDP-FRAME-003")]
+    assert "XDP-FRAME-003" in trace.rules()
+    assert bytes(bad.page.data) == before  # type: ignore[union-attr]
+    frame = XdpFrame(bad.page, 0)  # type: ignore[arg-type]
+    assert xdp_update_frame_from_buff(bad, frame) == -errno.ENOSPC
     assert bytes(bad.page.data) == before  # type: ignore[union-attr]
     # The headroom check comes first: no WARN when the headroom already fails.
     both = buff(20, data_len=3776)
-    assert xdp_convert_buff_to_frame(both) is None
+    warns.clear()
+    assert xdp_convert_buff_to_frame(both, warns=warns) is None
+    assert warns == []
 
 
 # --- XDP-FRAME-004 ----------------------------------------------------------------------
@@ -329,9 +345,23 @@ def test_xdp_return_dispatch(mem_type: int, direct: bool, no_direct: bool, calle
 
 @pytest.mark.rule("XDP-MEM-002")
 @pytest.mark.parametrize("mem_type", [4, 99, -1])
-def test_xdp_return_unknown_type_warns(mem_type: int) -> None:
-    with pytest.raises(StateViolation):
-        xdp_return(Page.zeroed(64), mem_type, False, from_xdp_buff=True, caller="t")
+def test_xdp_return_unknown_type_warns_and_leaks(mem_type: int) -> None:
+    # net/core/xdp.c: __xdp_return() default case: WARN, then break: nothing frees the page.
+    page = Page.zeroed(64)
+    trace = Trace()
+    r = xdp_return(page, mem_type, True, from_xdp_buff=True, caller="t", trace=trace)
+    assert (r.page, r.mem_type, r.path, r.napi_direct) == (page, mem_type,
+                                                          ReturnPath.WARN_LEAKED, False)
+    assert [e.rule for e in trace] == ["XDP-MEM-002"]
+    assert "WARN in __xdp_return" in trace.events[0].what
+
+
+@pytest.mark.rule("XDP-MEM-002", "XDP-FRAME-007")
+def test_frame_with_stale_unknown_mem_type_leaks_every_page() -> None:
+    frame = xdp_convert_buff_to_frame(buff(256))
+    assert frame is not None
+    frame.write(mem_type=7)
+    assert [r.path for r in xdp_return_frame(frame)] == [ReturnPath.WARN_LEAKED]
 
 
 @pytest.mark.rule("XDP-MEM-002")
@@ -378,3 +408,54 @@ def test_bulk_flushes_between_frags_when_full() -> None:
     # 14 + frag a = 15, + frag b = 16 -> flush; then the head page starts a new batch.
     assert [r.page for r in out] == [f.page for f in fillers] + [a, b]
     assert bq.q == [frame.page]
+
+
+# --- XDP-FRAME-001 / XDP-BUFF-001 against a C compiler ----------------------------------
+
+# Our transcription of the two layouts (field types and order from include/net/xdp.h and
+# include/linux/skbuff.h as read in v6.17-rc3 and 6.12.117), compiled for the host LP64 ABI.
+_LAYOUT_C = r"""
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+enum mem_type_t { T0, T1, T2, T3, T4 };
+struct mem_info_t { uint32_t type; uint32_t id; };
+struct frame_v617 { void *data; uint32_t len; uint32_t headroom; uint32_t metasize;
+                    enum mem_type_t mem_type:32; void *dev_rx; uint32_t frame_sz;
+                    uint32_t flags; };
+struct frame_v612 { void *data; uint16_t len; uint16_t headroom; uint32_t metasize;
+                    struct mem_info_t mem; void *dev_rx; uint32_t frame_sz; uint32_t flags; };
+struct frag_t { uintptr_t netmem; unsigned int len; unsigned int offset; };
+struct shinfo_t { uint8_t flags, meta_len, nr_frags, tx_flags; unsigned short gso_size,
+                  gso_segs; void *frag_list; union { int64_t hwtstamp; void *p; } u;
+                  unsigned int gso_type; uint32_t tskey; int dataref;
+                  union { struct { uint32_t size, truesize; } x; void *destructor_arg; } v;
+                  struct frag_t frags[17]; };
+#define OFF(s, f) printf(#f " %zu\n", offsetof(struct s, f))
+int main(void) {
+    OFF(frame_v617, data); OFF(frame_v617, len); OFF(frame_v617, headroom);
+    OFF(frame_v617, metasize); OFF(frame_v617, dev_rx); OFF(frame_v617, frame_sz);
+    OFF(frame_v617, flags);
+    printf("sizeof_v617 %zu\nsizeof_v612 %zu\n", sizeof(struct frame_v617),
+           sizeof(struct frame_v612));
+    printf("v612_mem %zu\nshinfo %zu\n", offsetof(struct frame_v612, mem),
+           sizeof(struct shinfo_t));
+    return 0;
+}
+"""
+
+
+@pytest.mark.rule("XDP-FRAME-001", "XDP-BUFF-001")
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_layouts_agree_with_a_c_compiler(tmp_path: pathlib.Path) -> None:
+    src, exe = tmp_path / "layout.c", tmp_path / "layout"
+    src.write_text(_LAYOUT_C)
+    subprocess.run(["cc", "-std=gnu11", "-o", str(exe), str(src)], check=True)
+    out = dict(line.split() for line in subprocess.run(
+        [str(exe)], check=True, capture_output=True, text=True).stdout.splitlines())
+    expected = {name: off for name, off, _ in XDP_FRAME_LAYOUT if name != "mem_type"}
+    assert {k: int(v) for k, v in out.items() if k in expected} == expected
+    assert int(out["sizeof_v617"]) == XDP_FRAME_STRUCT.size == X86_64.sizeof_xdp_frame == 40
+    # 6.12.117's older layout is the same size, with the whole xdp_mem_info at 16.
+    assert (int(out["sizeof_v612"]), int(out["v612_mem"])) == (40, 16)
+    assert int(out["shinfo"]) == X86_64.sizeof_skb_shared_info == 320

@@ -40,6 +40,7 @@ from reference.xdp.helpers import (
 from reference.xdp.mem import MemReturn, MemType, ReturnPath
 from reference.xdp.memory import Page
 from reference.xdp.rxq import NetDev, RegState, XdpRxqInfo
+from reference.xdp.warn import KernelWarn
 
 HARD_END = 4096 - 320
 
@@ -516,3 +517,23 @@ def test_frag_tail_ops_conserve_pages_and_lengths(
         assert sorted(live + gone) == sorted(id(p) for p in pages)
         assert len(set(gone)) == len(gone)
         assert all(not r.napi_direct for r in released)
+
+
+@pytest.mark.rule("XDP-ADJ-008")
+def test_v618_negative_frag_tailroom_warns_once_and_refuses_every_grow() -> None:
+    # net/core/filter.c (6.12.117, 7.3.4): bpf_xdp_frags_increase_tail() computes
+    # frag_size - size - off % frag_size as an int; a frag already longer than frag_size
+    # gives a negative tailroom: WARN_ON_ONCE, then "offset > tailroom" refuses even 0.
+    xdp = mk(frag_size=2048)
+    assert xdp_buff_add_frag(xdp, Page(pattern(4096, seed=3)), 0, 3000, 4096)
+    warns: list[KernelWarn] = []
+    before = snapshot(xdp)
+    for grow in (0, 1):
+        assert bpf_xdp_adjust_tail(xdp, grow, kernel=V6_18, warns=warns) == -errno.EINVAL
+        assert snapshot(xdp) == before
+    assert warns == [KernelWarn("bpf_xdp_frags_increase_tail", "tailroom < 0",
+                                "XDP-ADJ-008", once=True)] * 2
+    # v6.17 wraps the same arithmetic to a huge unsigned tailroom, and never WARNs.
+    warns.clear()
+    assert bpf_xdp_adjust_tail(xdp, 0, kernel=V6_17, warns=warns) == 0
+    assert warns == []

@@ -257,3 +257,56 @@ def test_shutdown_scrubs_and_returns_everything() -> None:
 
 def test_every_outcome_has_a_rule() -> None:
     assert set(OUTCOME_RULE) == set(RefillOutcome)
+
+
+@pytest.mark.rule("ZCRX-MP-005", "ZCRX-MP-002", "PP-RING-002")
+def test_ring_full_with_unreleased_slots() -> None:
+    """The zcrx pool's ptr_ring frees consumed slots a batch at a time, as a page-backed
+    pool's does (``page_pool_recycle_in_ring`` -> ``__ptr_ring_produce``;
+    ``page_pool_refill_alloc_cache`` -> ``__ptr_ring_consume`` ->
+    ``__ptr_ring_discard_one``; Debian linux-source-7.3 ``include/linux/ptr_ring.h``
+    287-335, ``net/core/page_pool.c`` 383-417 and 793-805).
+
+    Worked by hand for a 32-slot ring: batch = 2 * 64 / 8 = 16 (not above 32 / 2).
+    20 puts fill slots 0..19; one allocation refills the cache with all 20, clearing
+    slots 0..15 when the 16th is read and leaving 16..19 read but not cleared.  16 more
+    puts take slots 20..31 and 0..3; 12 more take 4..15; the next finds slot 16 still
+    occupied: the ring is full with 28 unread entries of 32, and the niov is released.
+    """
+    area = Area(0, 64 * 4096, 12)
+
+    class Provider:
+        def __init__(self) -> None:
+            self.released: list[int] = []
+
+        def alloc_netmems(self, pool: ZcPagePool) -> Niov | None:
+            niov = area.get_free_niov()
+            if niov is None:
+                return None
+            pool.set_pp_info(niov)
+            return niov
+
+        def release_netmem(self, pool: ZcPagePool, niov: Niov) -> bool:
+            self.released.append(niov.index)
+            niov.pp = None
+            area.return_to_freelist(niov)
+            return False
+
+    prov = Provider()
+    pool = ZcPagePool(0, prov, order=0, ring_size=32)
+    assert pool.ring.batch == 16
+    out = [pool.alloc_netmem() for _ in range(64)]
+    assert all(n is not None for n in out) and pool.alloc_netmem() is None
+    niovs = [n for n in out if n is not None]
+    for n in niovs[:20]:
+        pool.put(n)
+    assert len(pool.ring) == 20
+    got = pool.alloc_netmem()                  # refill: all 20 into the cache, hand one out
+    assert got is niovs[19] and len(pool.cache) == 19 and len(pool.ring) == 0
+    assert pool.ring.stale_slots() == 4        # slots 16..19: read, not yet cleared
+    for n in niovs[20:48]:
+        pool.put(n)                            # 28 puts: slots 20..31, 0..15
+    assert len(pool.ring) == 28 and pool.recycle_ring == 48 and prov.released == []
+    pool.put(niovs[48])                        # slot 16 still taken: ring full
+    assert prov.released == [niovs[48].index] and pool.pages_state_release_cnt == 1
+    assert len(pool.ring) == 28 < pool.ring_size

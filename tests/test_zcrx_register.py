@@ -287,6 +287,9 @@ def test_nodev_registration() -> None:
     ({}, 0),
     ({"same_dev": False}, -E.EINVAL),
     ({"dma_map": False}, -E.EOPNOTSUPP),
+    ({"dma_sync": False}, -E.EOPNOTSUPP),
+    # page_pool_init's DMA check comes before the provider's init is called
+    ({"dma_sync": False, "same_dev": False}, -E.EOPNOTSUPP),
     ({"order": 1}, -E.EINVAL),
     ({"dma_dir": 0}, -E.EOPNOTSUPP),
 ])

@@ -9,6 +9,7 @@ the suite special-cases a target kind.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -56,6 +57,7 @@ class Component:
         return rules
 
 
+@functools.cache
 def registry() -> Mapping[str, Component]:
     """Every module of this package that defines ``COMPONENT``, by component name.
 

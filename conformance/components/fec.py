@@ -3,7 +3,8 @@ XDP verdicts, XDP transmit and TX completion, with page_pool pages accounted thr
 
 config:  ``byte_order`` ("little" i.MX / "big" ColdFire), ``bufdesc_ex``, ``racc``
          (SHIFT16), ``rx_csum`` (NETIF_F_RXCSUM), ``vlan_rx`` (NETIF_F_HW_VLAN_CTAG_RX),
-         ``rx_ring_size``, ``tx_ring_size``, ``xdp_tx_frame`` (pre-2023 XDP_TX),
+         ``rx_ring_size``, ``tx_ring_size``, ``avb`` (FEC_QUIRK_HAS_AVB), ``num_tx_queues``,
+         ``cpu``, ``xdp_tx_frame`` (the XDP_TX of commit f601899e4321, Aug 2023),
          ``redirect_ok``, ``budget`` (NAPI budget, default 64), ``page_alloc_bulk`` (most
          pages one bulk allocation returns; 1 keeps the pool cache empty), ``faults`` (frame index
          as a decimal string -> list of "crc", "overrun", "non_octet", "no_last", "split").

@@ -44,6 +44,7 @@ from scapy.packet import Packet, Raw
 
 from conformance.components import Component
 from conformance.scenario import Scenario
+from conformance.vectors.ms_rss import MS_KEY
 from reference import rss
 from reference.mlx5 import cqe as C
 from reference.mlx5 import rx, sim, skbmeta
@@ -198,6 +199,7 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("xdp[*].skb.csum", ("MLX5-CSUM-007",)),
     ("xdp[*].skb.csum_level", ("MLX5-CSUM-010",)),
     ("xdp[*].skb.encapsulation", ("MLX5-CSUM-010",)),
+    ("xdp[*].skb.headroom", ("MLX5-RX-005", "MLX5-XDP-004")),
     ("xdp[*].skb*", ("MLX5-XDP-004",)),
     ("counters.rx_packets", ("MLX5-RX-001",)),
     ("counters.rx_bytes", ("MLX5-RX-001",)),
@@ -483,15 +485,16 @@ def _cqe_story(cqe: C.mlx5_cqe64) -> str:
             f"wqe_counter {cqe.wqe_counter}  (MLX5-CQE-005..008)")
 
 
+#: A new user's pcap needs no configuration: the well-known RSS key, one ring, the RX
+#: handlers on (``rx-oracle explain`` validates the config with these filled in).
+EXPLAIN_DEFAULTS: dict[str, Any] = {"key": MS_KEY.hex(), "indir": [0], "rx_path": True}
+
+
 def explain(scenario: Scenario) -> str:
     """Narrate the path of each packet, rule by rule: what the device wrote, the CQE fields
     and what they mean, the XDP verdict and kfunc results, the checksum verdict and why, the
     skb metadata and where the page went.  The RX handlers always run (``rx_path``)."""
-    from conformance.vectors.ms_rss import MS_KEY
-
-    # A new user's pcap needs no configuration: the well-known RSS key, one ring.
-    defaults = {"key": MS_KEY.hex(), "indir": [0], "rx_path": True}
-    scenario = attrs.evolve(scenario, config={**defaults, **scenario.config})
+    scenario = attrs.evolve(scenario, config={**EXPLAIN_DEFAULTS, **scenario.config})
     trace = Trace()
     d = driver_run(scenario, trace)
     cqes = [c for p in d.polls for c in p.cqes]

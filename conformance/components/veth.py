@@ -5,8 +5,10 @@ config:  ``path`` (default ``"skb"``: frames sent by the peer's stack, e.g. AF_P
          the peer end runs an XDP program, so its NAPI takes XDP_TX frames);
          ``oob_vlan`` (optional ``{"proto": 0x8100 | 0x88a8, "tci": u16}``: every frame
          carries that out-of-band (hw-accel) tag, as pushed by the sender's stack with
-         ``txvlan`` on; the frame bytes stay untagged).
-frames:  Ethernet frames of 14 .. 1514 bytes (the peer's MTU 1500 + header).
+         ``txvlan`` on, on top of whatever the frame bytes hold; or a list with one such
+         tag or null per frame).
+frames:  Ethernet frames of 14 .. 1514 bytes (the peer's MTU 1500 + header), sent with
+         AF_PACKET; in-band VLAN tags stay in the bytes (VETH-KF-007).
 program / per_packet_programs: the op lists (PROTOCOL.md).
 observables: ``packets[i]`` = ``{"ops", "action", "data", "meta", "len"}`` as in the
          ``xdp`` component, and ``counters``: the deltas of the receiving end's
@@ -18,6 +20,7 @@ observables: ``packets[i]`` = ``{"ops", "action", "data", "meta", "len"}`` as in
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
@@ -25,6 +28,7 @@ from hypothesis import strategies as st
 from conformance.components import Component
 from conformance.components.driver_xdp import run_on_buffer
 from conformance.components.xdp import PASS_PROGRAM, op_lists
+from conformance.observe import matches
 from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames, ip_frames
 from reference import veth
@@ -42,16 +46,33 @@ def _check_frame(i: int, frame: bytes) -> None:
                             field=f"frames[{i}]", value=len(frame), rule="VETH-SKB-001")
 
 
-def _oob_vlan(scenario: Scenario) -> dict[str, Any]:
+def oob_tags(scenario: Scenario) -> list[tuple[int, int] | None]:
+    """``config.oob_vlan`` as one (proto, tci) or None per frame (VETH-KF-003)."""
     tag = scenario.config.get("oob_vlan")
+    if isinstance(tag, list):
+        if len(tag) != len(scenario.frames):
+            raise InvalidConfig("oob_vlan as a list needs one entry per frame",
+                                field="config.oob_vlan", value=tag, rule="VETH-KF-003")
+        return [_tag(t) for t in tag]
+    return [_tag(tag)] * len(scenario.frames)
+
+
+def _tag(tag: Any) -> tuple[int, int] | None:
     if tag is None:
-        return {}
+        return None
     proto, tci = int(tag["proto"]), int(tag["tci"])
     if proto not in (0x8100, 0x88A8) or not 0 <= tci <= 0xFFFF:
         # bpf_skb_vlan_push and the stack push only 802.1Q and 802.1ad tags.
         raise InvalidConfig("oob_vlan.proto must be 0x8100 or 0x88a8, tci 16 bits",
                             field="config.oob_vlan", value=tag, rule="VETH-KF-003")
-    return {"vlan_present": True, "vlan_proto": proto, "vlan_tci": tci}
+    return proto, tci
+
+
+def _oob_vlan(scenario: Scenario, i: int) -> dict[str, Any]:
+    tag = oob_tags(scenario)[i]
+    if tag is None:
+        return {}
+    return {"vlan_present": True, "vlan_proto": tag[0], "vlan_tci": tag[1]}
 
 
 def _packet(scenario: Scenario, i: int) -> tuple[dict[str, Any], bool, str]:
@@ -64,7 +85,7 @@ def _packet(scenario: Scenario, i: int) -> tuple[dict[str, Any], bool, str]:
     ops = scenario.program_for(i) or PASS_PROGRAM
     # AF_PACKET: little headroom, so it is copied (VETH-SKB-001); the tag, if any, is the
     # sender's out-of-band one (VETH-KF-003).
-    skb = veth.VethSkb(frame, **_oob_vlan(scenario))
+    skb = veth.VethSkb(frame, **_oob_vlan(scenario, i))
     layout = veth.veth_convert_skb_to_xdp_buff(skb)
 
     def ctx(xdp: XdpBuff) -> veth.VethXdpBuff:
@@ -135,22 +156,54 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("counters.*", ("VETH-STAT-001", "VETH-STAT-002")),
 )
 
-COMPONENT = Component(name="veth", expected=expected, field_rules=_FIELD_RULES)
+def _tagged(scenario: Scenario) -> set[int]:
+    """Packets whose flow hash involves a VLAN key: an in-band 802.1Q/802.1ad ethertype
+    or an out-of-band tag (VETH-KF-007)."""
+    tags = oob_tags(scenario)
+    return {i for i, frame in enumerate(scenario.frames)
+            if tags[i] is not None or frame[12:14] in (b"\x81\x00", b"\x88\xa8")}
+
+
+def _calls_rx_hash(scenario: Scenario, i: int) -> bool:
+    return any(op.get("op") == "kfunc" and op.get("name") == "rx_hash"
+               for op in scenario.program_for(i) or ())
+
+
+def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
+    """The hash and type of a tagged frame are also VETH-KF-007's."""
+    tagged = _tagged(scenario)
+
+    def rules(path: str) -> tuple[str, ...]:
+        for i in tagged:
+            if matches(path, (f"packets[{i}].ops[*].hash", f"packets[{i}].ops[*].rss_type")):
+                return (*COMPONENT.rules_for(path), "VETH-KF-007")
+        return ()
+
+    return rules
+
+
+def applied(scenario: Scenario) -> set[str]:
+    """VETH-KF-007 when a tagged frame's program asks for the hash."""
+    hashed = any(_calls_rx_hash(scenario, i) for i in _tagged(scenario))
+    return {"VETH-KF-007"} if hashed else set()
+
+
+COMPONENT = Component(name="veth", expected=expected, field_rules=_FIELD_RULES,
+                      attribute=attribute, applied=applied)
 
 
 # --- strategies ---------------------------------------------------------------------------
 
 
-def _untagged(frame: bytes) -> bool:
-    """Frames the model's flow dissector covers: no in-band VLAN tag, no GRE tunnel."""
-    if frame[12:14] in (b"\x81\x00", b"\x88\xa8", b"\x91\x00"):
-        return False
-    return not (frame[12:14] == b"\x08\x00" and len(frame) > 23 and frame[23] == 47)
+def _dissectable(frame: bytes) -> bool:
+    """Frames whose flow hash the model predicts: no GRE, MPLS, PPPoE and the like on the
+    dissector's way (VETH-KF-002); in-band VLAN tags are fine (VETH-KF-007)."""
+    return veth.flow_dissect(frame).covered
 
 
 def veth_frames() -> st.SearchStrategy[bytes]:
-    return st.one_of(ip_frames(vlans=False), ethernet_frames()).filter(
-        lambda f: veth.ETH_HLEN <= len(f) <= MAX_FRAME and _untagged(f))
+    return st.one_of(ip_frames(), ethernet_frames()).filter(
+        lambda f: veth.ETH_HLEN <= len(f) <= MAX_FRAME and _dissectable(f))
 
 
 def _live_ops(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -192,22 +245,83 @@ def oob_vlan_scenarios(draw: st.DrawFn) -> Scenario:
 @st.composite
 def flow_scenarios(draw: st.DrawFn) -> Scenario:
     """Pairs of frames of a few flows, each frame also sent reversed: rx_hash only."""
+    flows = draw(_flows())
+    frames: list[bytes] = []
+    for flow in flows:
+        for frame in (_flow_frame(flow), _flow_frame(flow, reverse=True)):
+            frames += [frame, frame]
+    return Scenario(component="veth", config={"path": "skb"}, frames=tuple(frames),
+                    program=({"op": "kfunc", "name": "rx_hash"},), rules=("VETH-KF-005",))
+
+
+#: The ways a tagged flow frame is sent in :func:`tagged_flow_scenarios`: none, in band
+#: (``Dot1Q``/``Dot1AD`` in the bytes) or out of band (the sender's tc program).
+_WRAPS = ("none", "inband", "inband", "oob", "oob", "oob")
+
+
+@st.composite
+def tagged_flow_scenarios(draw: st.DrawFn) -> Scenario:
+    """Frames of one or two flows, each sent untagged, with in-band tags or with an
+    out-of-band tag, in either direction and with the ports swapped; rx_hash only.
+
+    The tags come from a small pool, so equal and unequal keys both occur: TCIs that
+    differ only in DEI, in PCP or in VID, both TPIDs, TOS values (the in-band walk reads
+    the IP header as a tag) (VETH-KF-005, VETH-KF-007)."""
+    flows = draw(_flows(max_size=2))
+    tcis = draw(st.lists(st.sampled_from([0, 0x0064, 0x1064, 0xA064, 0x00C8, 0xF0C8]),
+                         min_size=1, max_size=3))
+    frames: list[bytes] = []
+    tags: list[dict[str, int] | None] = []
+    for _ in range(draw(st.integers(2, 8))):
+        flow = draw(st.sampled_from(flows))
+        frame = _flow_frame(flow, reverse=draw(st.booleans()), swap_ports=draw(st.booleans()),
+                            tos=draw(st.sampled_from([0, 0, 0x10])))
+        wrap = draw(st.sampled_from(_WRAPS))
+        oob = None
+        if wrap == "inband":
+            frame = _inband(frame, draw(st.lists(
+                st.tuples(st.sampled_from([0x8100, 0x88A8]), st.sampled_from(tcis)),
+                min_size=1, max_size=2)))
+        elif wrap == "oob":
+            oob = {"proto": draw(st.sampled_from([0x8100, 0x88A8])),
+                   "tci": draw(st.sampled_from(tcis))}
+        frames.append(frame)
+        tags.append(oob)
+    return Scenario(component="veth", config={"path": "skb", "oob_vlan": tags},
+                    frames=tuple(frames), program=({"op": "kfunc", "name": "rx_hash"},),
+                    rules=("VETH-KF-005", "VETH-KF-007"))
+
+
+def _flows(max_size: int = 4) -> st.SearchStrategy[list[tuple[str, int, int, int, int]]]:
+    return st.lists(st.tuples(st.sampled_from(["tcp", "udp"]), st.integers(1, 65535),
+                              st.integers(1, 65535), st.integers(1, 2**32 - 1),
+                              st.integers(1, 2**32 - 1)),
+                    min_size=1, max_size=max_size, unique=True)
+
+
+def _flow_frame(flow: tuple[str, int, int, int, int], reverse: bool = False,
+                swap_ports: bool = False, tos: int = 0) -> bytes:
     from scapy.layers.inet import IP, TCP, UDP
     from scapy.layers.l2 import Ether
 
-    flows = draw(st.lists(st.tuples(st.sampled_from(["tcp", "udp"]), st.integers(1, 65535),
-                                    st.integers(1, 65535), st.integers(1, 2**32 - 1),
-                                    st.integers(1, 2**32 - 1)),
-                          min_size=1, max_size=4, unique=True))
-    frames: list[bytes] = []
-    for kind, sport, dport, src, dst in flows:
-        l4 = TCP if kind == "tcp" else UDP
-        for a, b, sp, dp in ((src, dst, sport, dport), (dst, src, dport, sport)):
-            pkt = (Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
-                   / IP(src=_ip(a), dst=_ip(b)) / l4(sport=sp, dport=dp))
-            frames += [bytes(pkt), bytes(pkt)]
-    return Scenario(component="veth", config={"path": "skb"}, frames=tuple(frames),
-                    program=({"op": "kfunc", "name": "rx_hash"},), rules=("VETH-KF-005",))
+    kind, sport, dport, src, dst = flow
+    if reverse:
+        src, dst, sport, dport = dst, src, dport, sport
+    if swap_ports:
+        sport, dport = dport, sport
+    l4 = TCP if kind == "tcp" else UDP
+    return bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+                 / IP(src=_ip(src), dst=_ip(dst), tos=tos) / l4(sport=sport, dport=dport))
+
+
+def _inband(frame: bytes, tags: list[tuple[int, int]]) -> bytes:
+    """``frame`` with 802.1Q/802.1ad tags inserted after the MAC addresses, outer first."""
+    inner = frame[12:14]
+    out = b""
+    for i, (_tpid, tci) in enumerate(tags):
+        nxt = tags[i + 1][0].to_bytes(2, "big") if i + 1 < len(tags) else inner
+        out += tci.to_bytes(2, "big") + nxt
+    return frame[:12] + tags[0][0].to_bytes(2, "big") + out + frame[14:]
 
 
 def _ip(value: int) -> str:

@@ -39,15 +39,29 @@ def test_veth_out_of_band_vlan_tag(rx_target: TargetSession, scenario: Scenario)
 @given(scenario=veth.flow_scenarios())
 def test_veth_rx_hash_is_a_flow_hash(rx_target: TargetSession, scenario: Scenario) -> None:
     """Equal hashes exactly for the same flow in either direction."""
+    _check_hash_equalities(rx_target, scenario, ("VETH-KF-005",))
+
+
+@pytest.mark.rule("VETH-KF-005", "VETH-KF-007")
+@given(scenario=veth.tagged_flow_scenarios())
+def test_veth_rx_hash_of_tagged_frames(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Tagged frames: the out-of-band tag's VID, PCP and TPID enter the hash (DEI does
+    not); in-band tags make the dissector read the IP header as a tag, so the hash and
+    its type follow the TPID, TOS and length, not the flow."""
+    _check_hash_equalities(rx_target, scenario, ("VETH-KF-005", "VETH-KF-007"))
+
+
+def _check_hash_equalities(rx_target: TargetSession, scenario: Scenario,
+                           rules: tuple[str, ...]) -> None:
     expected = COMPONENT.expected(scenario)
     check(rx_target, scenario, COMPONENT, expected=expected, mask=veth.HASH_MASK)
-    actual = rx_target.run(scenario)
+    actual = rx_target.run(scenario, expected)
     want = [p["ops"][0]["hash"] for p in expected["packets"]]
     got = [p["ops"][0]["hash"] for p in actual["packets"]]
     for i in range(len(want)):
         for j in range(i):
             if (want[i] == want[j]) != (got[i] == got[j]):
                 raise RuleMismatch(
-                    f"rule VETH-KF-005: packets {j} and {i}: hashes {got[j]:#x}, {got[i]:#x}; "
-                    f"expected them {'equal' if want[i] == want[j] else 'different'}",
-                    ("VETH-KF-005",), scenario, expected)
+                    f"rule {'/'.join(rules)}: packets {j} and {i}: hashes {got[j]:#x}, "
+                    f"{got[i]:#x}; expected them {'equal' if want[i] == want[j] else 'different'}",
+                    rules, scenario, expected)

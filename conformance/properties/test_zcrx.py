@@ -84,7 +84,7 @@ def test_zcrx_ownership_holds(rx_target: TargetSession, scenario: Scenario) -> N
     given out in; head never passes tail."""
     expected = COMPONENT.expected(scenario)
     check(rx_target, scenario, COMPONENT, expected=expected)
-    actual = rx_target.run(scenario)
+    actual = rx_target.run(scenario, expected)
     for rule, what in _ownership_problems(actual):
         raise RuleMismatch(f"rule {rule}: {what}", (rule,), scenario, expected)
 

@@ -11,6 +11,14 @@ A target spec on the command line selects one:
 
 from __future__ import annotations
 
-from conformance.targets.base import Capabilities, Target, TargetError, load_target
+from conformance.targets.base import (
+    Capabilities,
+    NotApplicable,
+    Target,
+    TargetError,
+    TargetUnavailable,
+    load_target,
+)
 
-__all__ = ["Capabilities", "Target", "TargetError", "load_target"]
+__all__ = ["Capabilities", "NotApplicable", "Target", "TargetError", "TargetUnavailable",
+           "load_target"]

@@ -10,13 +10,39 @@ import attrs
 
 from conformance.scenario import Scenario
 
+#: The ways a target can misbehave on one input (``TargetError.kind``).
+FAULT_KINDS = ("exception", "error", "crash", "hang", "garbage", "schema")
+
 
 class TargetError(Exception):
-    """The target misbehaved: crashed, hung, spoke garbage or broke the protocol.
+    """The target misbehaved on one input: raised, crashed, hung, spoke garbage.
 
-    This is not a verdict on any rule: the case is reported as a target error and
-    the run goes on with the next case.
+    ``kind`` is one of :data:`FAULT_KINDS`: ``exception`` (a Python target raised),
+    ``error`` (an exec target answered with an error message), ``crash`` (the process
+    died), ``hang`` (no answer within the timeout), ``garbage`` (an answer that is not
+    a protocol message), ``schema`` (observables that break the component's schema).
+    The suite turns it into a failure of the property's rules, with the shrunk scenario
+    (a *target fault*), exactly like a value that differs from the reference.
     """
+
+    def __init__(self, message: str, kind: str = "error") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class TargetUnavailable(TargetError):
+    """The target cannot run at all: it cannot be loaded, started or greeted.
+
+    This is not a verdict on any rule: the run stops with exit status 2 and one line.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, kind="unavailable")
+
+
+class NotApplicable(Exception):
+    """The target cannot answer this scenario by design (a recording that does not
+    exist, a path a live device lacks): the case is *not applicable*, never a pass."""
 
 
 @attrs.frozen
@@ -40,7 +66,9 @@ class Target(Protocol):
     """An implementation under test.
 
     ``run`` takes a scenario and returns its observables as plain nested data in the
-    schema of PROTOCOL.md; it raises :class:`TargetError` when it cannot.
+    schema of PROTOCOL.md.  It raises :class:`NotApplicable` for a scenario it cannot
+    answer by design and :class:`TargetError` when it fails; any other exception a
+    Python target raises counts as a target fault of kind ``exception``.
     """
 
     name: str
@@ -53,49 +81,95 @@ class Target(Protocol):
     def close(self) -> None: ...
 
 
-def load_target(spec: str, *, timeout: float = 10.0) -> Target:
-    """Build a target from its command-line spec (see the package docstring)."""
+TARGET_KINDS = ("reference, python:MODULE:OBJECT, exec:COMMAND, fixtures:DIR, veth, tun, "
+                "iface:NAME,peer=PEER or qemu-fec[:BOARD]")
+
+
+class TargetSpecError(ValueError):
+    """A ``--target`` value that does not parse: a usage error, not a target fault."""
+
+
+@attrs.frozen
+class TargetSpec:
+    """A parsed ``--target`` value: which kind of target, and its argument."""
+
+    kind: str
+    argument: str = ""
+    argv: tuple[str, ...] = ()
+
+
+def parse_target_spec(spec: str) -> TargetSpec:
+    """Parse a target spec without starting anything (a usage check for the CLI)."""
     kind, _, rest = spec.partition(":")
-    if spec == "reference":
+    if spec == "reference" or spec in ("veth", "tun"):
+        return TargetSpec(spec)
+    if kind == "python":
+        module_name, _, attr = rest.partition(":")
+        if not module_name or not attr or ":" in attr:
+            raise TargetSpecError(f"--target {spec!r}: a python target is python:MODULE:OBJECT")
+        return TargetSpec(kind, rest)
+    if kind == "exec":
+        try:
+            argv = tuple(shlex.split(rest))
+        except ValueError as exc:
+            raise TargetSpecError(f"--target {spec!r}: the command does not parse: {exc}") from None
+        if not argv:
+            raise TargetSpecError(f"--target {spec!r}: an exec target needs a command")
+        return TargetSpec(kind, rest, argv)
+    if kind in ("fixtures", "iface") and rest:
+        return TargetSpec(kind, rest)
+    if kind == "qemu-fec":
+        return TargetSpec(kind, rest)
+    raise TargetSpecError(f"--target {spec!r} is not a target: use {TARGET_KINDS}")
+
+
+def load_target(spec: str, *, timeout: float = 10.0) -> Target:
+    """Build a target from its command-line spec (see the package docstring).
+
+    Raises :class:`TargetSpecError` for a spec that does not parse and
+    :class:`TargetUnavailable` for a target that cannot be loaded or started.
+    """
+    parsed = parse_target_spec(spec)
+    if parsed.kind == "reference":
         from conformance.targets.reference import ReferenceTarget
 
         return ReferenceTarget()
-    if kind == "python" and rest:
-        return _python_target(rest)
-    if kind == "exec" and rest:
+    if parsed.kind == "python":
+        return _python_target(parsed.argument)
+    if parsed.kind == "exec":
         from conformance.targets.exec import ExecTarget
 
-        return ExecTarget(shlex.split(rest), timeout=timeout)
-    if spec in ("veth", "tun") or (kind == "iface" and rest):
+        return ExecTarget(list(parsed.argv), timeout=timeout)
+    if parsed.kind in ("veth", "tun", "iface"):
         from conformance.targets.live import LiveTarget
 
-        return LiveTarget(kind, rest)
-    if kind == "qemu-fec":
+        return LiveTarget(parsed.kind, parsed.argument)
+    if parsed.kind == "qemu-fec":
         from conformance.targets.qemu_fec import QemuFecTarget
 
-        return QemuFecTarget(rest)
-    if kind == "fixtures" and rest:
-        from conformance.targets.fixtures import FixturesTarget
+        return QemuFecTarget(parsed.argument)
+    from conformance.targets.fixtures import FixturesTarget
 
-        return FixturesTarget(rest)
-    raise TargetError(
-        f"unknown target {spec!r}: use reference, python:MODULE:OBJECT, exec:COMMAND, "
-        "fixtures:DIR, veth, tun, iface:NAME,peer=PEER or qemu-fec[:BOARD]"
-    )
+    return FixturesTarget(parsed.argument)
 
 
 def _python_target(spec: str) -> Target:
+    """Import MODULE and take OBJECT (a target, a class or a factory).
+
+    Anything that goes wrong here, including an exception raised while the module is
+    imported or the factory runs, means the target cannot run at all.
+    """
     module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise TargetError(f"python target {spec!r} must be MODULE:OBJECT")
     try:
         obj: Any = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise TargetError(f"cannot load python target {spec!r}: {exc}") from exc
-    if isinstance(obj, type) or (callable(obj) and not isinstance(obj, Target)):
-        obj = obj()
+        if isinstance(obj, type) or (callable(obj) and not isinstance(obj, Target)):
+            obj = obj()
+    except Exception as exc:
+        raise TargetUnavailable(
+            f"cannot load python target {spec!r}: {type(exc).__name__}: {exc}"
+        ) from exc
     if not isinstance(obj, Target):
-        raise TargetError(
+        raise TargetUnavailable(
             f"python target {spec!r} does not implement the Target interface "
             "(name, capabilities, run, close)"
         )

@@ -2,8 +2,11 @@
 
 The child speaks the JSON-lines protocol of ``conformance/PROTOCOL.md`` on its stdin
 and stdout.  Every read has a deadline: a child that hangs, dies, or prints something
-that is not a protocol message is reported as a :class:`TargetError` for that case,
-killed, and started afresh for the next case, so the suite never hangs.
+that is not a protocol message is reported as a :class:`TargetError` of that kind for
+that case (a target fault: the suite fails the property's rules with the scenario),
+killed, and started afresh for the next case, so the suite never hangs.  A child that
+cannot be started or greeted the first time is :class:`TargetUnavailable`: the run
+stops with exit status 2.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ import threading
 from typing import IO, Any
 
 from conformance.scenario import Scenario
-from conformance.targets.base import Capabilities, TargetError
+from conformance.targets.base import Capabilities, TargetError, TargetUnavailable
 
 PROTOCOL_VERSION = 1
 _EOF = object()
+#: Each stderr line kept for messages is cut to this length; only the last lines are kept.
+_STDERR_LINE = 200
 
 
 class ExecTarget:
@@ -28,7 +33,9 @@ class ExecTarget:
 
     def __init__(self, argv: list[str], *, timeout: float = 10.0) -> None:
         if not argv:
-            raise TargetError("exec target needs a command")
+            raise TargetUnavailable("exec target needs a command")
+        if not timeout > 0:
+            raise TargetUnavailable(f"exec target timeout must be > 0 seconds, not {timeout!r}")
         self.argv = argv
         self.timeout = timeout
         self.name = f"exec:{' '.join(argv)}"
@@ -37,7 +44,10 @@ class ExecTarget:
         self._stderr: collections.deque[str] = collections.deque(maxlen=20)
         self._next_id = 0
         self._caps: Capabilities | None = None
-        self._start()
+        try:
+            self._start()
+        except TargetError as exc:
+            raise TargetUnavailable(str(exc)) from None
 
     # -- the Target interface ------------------------------------------------------
 
@@ -48,7 +58,10 @@ class ExecTarget:
 
     def run(self, scenario: Scenario) -> dict[str, Any]:
         if self._proc is None or self._proc.poll() is not None:
-            self._start()
+            try:
+                self._start()
+            except TargetError as exc:  # it started once: a restart failing is this case's
+                raise TargetError(f"{self.name}: could not be restarted: {exc}", "crash") from None
         self._next_id += 1
         rid = self._next_id
         self._send({"type": "run", "id": rid, "scenario": scenario.to_json()})
@@ -59,13 +72,15 @@ class ExecTarget:
             raise
         if msg.get("id") != rid:
             self._kill()
-            raise TargetError(f"{self.name}: answered id {msg.get('id')!r} to request {rid}")
+            raise TargetError(f"{self.name}: answered id {msg.get('id')!r} to request {rid}",
+                              "garbage")
         if msg.get("type") == "error":
-            raise TargetError(f"{self.name}: reported an error: {msg.get('message', '')}")
+            raise TargetError(f"{self.name}: reported an error: {_short(msg.get('message', ''))}",
+                              "error")
         observables = msg.get("observables")
         if msg.get("type") != "result" or not isinstance(observables, dict):
             self._kill()
-            raise TargetError(f"{self.name}: out-of-protocol answer {_short(msg)}")
+            raise TargetError(f"{self.name}: out-of-protocol answer {_short(msg)}", "garbage")
         return observables
 
     def close(self) -> None:
@@ -96,7 +111,7 @@ class ExecTarget:
                 bufsize=1,
             )
         except OSError as exc:
-            raise TargetError(f"{self.name}: cannot start: {exc}") from exc
+            raise TargetUnavailable(f"{self.name}: cannot start: {exc}") from exc
         self._proc = proc
         assert proc.stdout is not None and proc.stderr is not None
         threading.Thread(target=self._pump, args=(proc.stdout, self._lines), daemon=True).start()
@@ -123,13 +138,17 @@ class ExecTarget:
 
     @staticmethod
     def _pump(stream: IO[str], lines: queue.Queue[object]) -> None:
-        for line in stream:
-            lines.put(line)
+        # The stream is closed under this thread when the child is killed: that ends
+        # the loop quietly (ValueError: I/O operation on closed file), it is no error.
+        with contextlib.suppress(ValueError, OSError):
+            for line in stream:
+                lines.put(line)
         lines.put(_EOF)
 
     def _drain(self, stream: IO[str]) -> None:
-        for line in stream:
-            self._stderr.append(line.rstrip())
+        with contextlib.suppress(ValueError, OSError):
+            for line in stream:
+                self._stderr.append(line.rstrip()[:_STDERR_LINE])
 
     def _send(self, msg: dict[str, Any]) -> None:
         proc = self._proc
@@ -140,7 +159,7 @@ class ExecTarget:
         except (OSError, ValueError) as exc:
             self._kill()
             raise TargetError(
-                f"{self.name}: died before reading a request ({exc}){self._tail()}"
+                f"{self.name}: died before reading a request ({exc}){self._tail()}", "crash"
             ) from exc
 
     def _receive(self, what: str) -> dict[str, Any]:
@@ -149,25 +168,28 @@ class ExecTarget:
         except queue.Empty:
             self._kill()
             raise TargetError(
-                f"{self.name}: no answer within {self.timeout:g}s while waiting for {what}"
+                f"{self.name}: no answer within {self.timeout:g}s while waiting for {what}",
+                "hang",
             ) from None
         if line is _EOF:
             code = self._proc.wait() if self._proc else None
             self._kill()
             raise TargetError(
-                f"{self.name}: exited (status {code}) while we waited for {what}{self._tail()}"
+                f"{self.name}: exited (status {code}) while we waited for {what}{self._tail()}",
+                "crash",
             )
         try:
             msg = json.loads(str(line))
         except json.JSONDecodeError:
             self._kill()
             raise TargetError(
-                f"{self.name}: printed a line that is not JSON: {str(line)[:120]!r}"
+                f"{self.name}: printed a line that is not JSON: {str(line)[:120]!r}", "garbage"
             ) from None
         if not isinstance(msg, dict):
             self._kill()
             raise TargetError(
-                f"{self.name}: printed a JSON value that is not an object: {_short(msg)}"
+                f"{self.name}: printed a JSON value that is not an object: {_short(msg)}",
+                "garbage",
             )
         return msg
 

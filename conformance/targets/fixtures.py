@@ -13,7 +13,7 @@ from typing import Any
 
 from conformance.fixtures.record import FixtureError, load_line, scenario_key
 from conformance.scenario import Scenario
-from conformance.targets.base import Capabilities, TargetError
+from conformance.targets.base import Capabilities, NotApplicable, TargetUnavailable
 
 
 class FixturesTarget:
@@ -21,7 +21,7 @@ class FixturesTarget:
         self.directory = Path(directory)
         self.name = f"fixtures:{self.directory}"
         if not self.directory.is_dir():
-            raise TargetError(f"{self.name}: not a directory")
+            raise TargetUnavailable(f"{self.name}: not a directory")
         self.recorded: dict[str, dict[str, Any]] = {}
         self.scenarios: list[Scenario] = []
         self.components: set[str] = set()
@@ -43,7 +43,7 @@ class FixturesTarget:
         try:
             return self.recorded[scenario_key(scenario)]
         except KeyError:
-            raise TargetError(f"{self.name}: no recording for this scenario") from None
+            raise NotApplicable(f"{self.name} has no recording of this scenario") from None
 
     def close(self) -> None:
         pass
@@ -54,5 +54,5 @@ def load_fixture_line(line: str, where: str) -> tuple[Scenario, dict[str, Any]]:
     try:
         _, scenario, observables = load_line(line, where)
     except FixtureError as exc:
-        raise TargetError(str(exc)) from None
+        raise TargetUnavailable(str(exc)) from None
     return scenario, observables

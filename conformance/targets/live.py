@@ -21,9 +21,15 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from conformance.components.veth import oob_tags
 from conformance.components.xdp import PASS_PROGRAM
 from conformance.scenario import Scenario
-from conformance.targets.base import Capabilities, TargetError
+from conformance.targets.base import (
+    Capabilities,
+    NotApplicable,
+    TargetError,
+    TargetUnavailable,
+)
 
 MODELLED_DRIVERS = ("veth", "tun")
 RQ_COUNTERS = tuple(f"rx_queue_0_{name}" for name in (
@@ -36,18 +42,11 @@ def parse_iface(spec: str) -> dict[str, str]:
     for opt in opts:
         key, sep, value = opt.partition("=")
         if not sep or key not in ("peer", "netns", "peer_netns"):
-            raise TargetError(f"iface option {opt!r}: use peer=, netns=, peer_netns=")
+            raise TargetUnavailable(f"iface option {opt!r}: use peer=, netns=, peer_netns=")
         out[key] = value
     if not name or "peer" not in out:
-        raise TargetError("iface target needs NAME and peer=PEER (the sender)")
+        raise TargetUnavailable("iface target needs NAME and peer=PEER (the sender)")
     return out
-
-
-def _oob_vlan(scenario: Scenario) -> tuple[int, int] | None:
-    tag = scenario.config.get("oob_vlan")
-    if tag is None:
-        return None
-    return int(tag["proto"]), int(tag["tci"])
 
 
 class LiveTarget:
@@ -59,7 +58,7 @@ class LiveTarget:
 
         reason = env.missing()
         if reason:
-            raise TargetError(reason)
+            raise TargetUnavailable(reason)
         netns.sweep()
         try:
             obj = probe.build()
@@ -73,7 +72,7 @@ class LiveTarget:
                 device = Iface(obj, opts["name"], opts["peer"], opts.get("netns"),
                                opts.get("peer_netns"))
         except (OSError, probe.ProbeError) as exc:
-            raise TargetError(f"live {kind}: {exc}") from exc
+            raise TargetUnavailable(f"live {kind}: {exc}") from exc
         self.device = device
         self.name = f"live {kind}" + (f":{iface}" if iface else "")
         self.driver = device.driver
@@ -87,11 +86,12 @@ class LiveTarget:
         from conformance.live.probe import MAX_PKTS, ProbeError, decode_record
 
         if scenario.component != self.driver:
-            raise TargetError(f"{self.name} runs {self.driver!r} scenarios only")
+            raise NotApplicable(f"{self.name} runs {self.driver!r} scenarios only")
         if scenario.config.get("path", "skb") != "skb" or not scenario.config.get(
                 "peer_xdp", True):
-            raise TargetError(f"{self.name}: only the skb path with a peer program")
+            raise NotApplicable(f"{self.name}: only the skb path with a peer program")
         frames = list(scenario.frames)
+        oob = oob_tags(scenario) if self.driver == "veth" else [None] * len(frames)
         programs: list[Sequence[Mapping[str, Any]]] = [
             scenario.program_for(i) or PASS_PROGRAM for i in range(len(frames))]
         packets: list[dict[str, Any]] = []
@@ -100,22 +100,29 @@ class LiveTarget:
             for start in range(0, len(frames), MAX_PKTS):
                 batch = frames[start:start + MAX_PKTS]
                 progs = programs[start:start + MAX_PKTS]
+                tags = oob[start:start + MAX_PKTS]
                 self.device.probe.prepare(progs)
-                self.device.set_vlan(_oob_vlan(scenario))
+                self.device.set_vlan(tags[0])
                 before = self.device.counters()
-                self.device.send(batch)
+                if len(set(tags)) == 1:
+                    self.device.send(batch)
+                else:  # a tag per frame: the sender's tc program reads it at each send
+                    for frame, tag in zip(batch, tags, strict=True):
+                        self.device.set_vlan(tag)
+                        self.device.send([frame])
                 raws = self.device.probe.collect(len(batch))
                 after = self._settled(before, len(batch))
                 self.device.drain()
                 for i, raw in enumerate(raws):
                     packet = decode_record(raw, progs[i])
                     if packet.pop("seq") != i:
-                        raise TargetError(f"{self.name}: packets reached XDP out of order")
+                        raise TargetError(f"{self.name}: packets reached XDP out of order",
+                                          "garbage")
                     packets.append(packet)
                 for key in totals:
                     totals[key] += after.get(key, 0) - before.get(key, 0)
         except (OSError, ProbeError) as exc:
-            raise TargetError(f"{self.name}: {exc}") from exc
+            raise TargetError(f"{self.name}: {exc}", "crash") from exc
         observables: dict[str, Any] = {"packets": packets}
         if self.driver == "veth":
             observables["counters"] = totals

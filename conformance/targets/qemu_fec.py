@@ -30,7 +30,7 @@ from typing import Any
 
 from conformance.components import fec
 from conformance.scenario import Scenario
-from conformance.targets.base import Capabilities, TargetError
+from conformance.targets.base import Capabilities, NotApplicable, TargetError, TargetUnavailable
 from reference.fec.counters import NetStats
 from reference.fec.state import RX_RING_SIZE, TX_RING_SIZE
 from reference.xdp.actions import ACTION_NAMES, XdpAction
@@ -51,11 +51,6 @@ _NETDEV = tuple(NetStats().as_dict())
 _OP_OUT = re.compile(r"^[0-9a-f]{2}$")
 
 
-class TargetUnavailable(TargetError):
-    """The target cannot start on this machine (a tool, root or the archive is missing):
-    the run skips with this reason instead of failing."""
-
-
 def verdict_name(action: int) -> str:
     return ACTION_NAMES[action] if action <= XdpAction.XDP_REDIRECT else "UNKNOWN"
 
@@ -69,7 +64,7 @@ class QemuFecTarget:
 
         board = board or "sabrelite"
         if board not in BOARD_CONFIG:
-            raise TargetError(f"qemu-fec board {board!r}: use {', '.join(BOARD_CONFIG)}")
+            raise TargetUnavailable(f"qemu-fec board {board!r}: use {', '.join(BOARD_CONFIG)}")
         reason = boot.missing_tools()
         if reason:
             raise TargetUnavailable(reason)
@@ -82,13 +77,13 @@ class QemuFecTarget:
         except ArchiveUnreachable as exc:
             raise TargetUnavailable(str(exc)) from exc
         except ImageError as exc:
-            raise TargetError(f"qemu-fec set-up: {exc}") from exc
+            raise TargetUnavailable(f"qemu-fec set-up: {exc}") from exc
         try:
             self.guest: guest.Guest | None = guest.Guest(
                 kernel=self.files.vmlinuz, dtb=self.files.dtb, initrd=self.files.initrd,
                 machine=self.files.machine)
         except guest.GuestError as exc:
-            raise TargetError(f"qemu-fec boot: {exc}") from exc
+            raise TargetUnavailable(f"qemu-fec boot: {exc}") from exc
         self.kernel_version = self.files.version
         self.scenarios_run = 0
         self.frames_run = 0
@@ -137,7 +132,7 @@ class QemuFecTarget:
 
         reason = self.supports(scenario)
         if reason:
-            raise TargetError(reason)
+            raise NotApplicable(reason)
         if self.guest is None:
             raise TargetError(f"{self.name} is closed")
         g = self.guest

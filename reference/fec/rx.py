@@ -27,6 +27,7 @@ from reference.fec.bufdesc import (
     BD_ENET_RX_SH,
     BD_ENET_RX_STATS,
     BD_ENET_RX_VLAN,
+    BD_ENET_TX_INT,
     BD_SC_WRAP,
     FLAG_RX_CSUM_ERROR,
     BufdescEx,
@@ -112,11 +113,15 @@ def fec_enet_open(cfg: FecConfig, *, allocator: pp.PageAllocator | None = None,
                               cbd_esc=BD_ENET_RX_INT if cfg.bufdesc_ex else 0))
     rxq = RxQueue(ring, pool, xdp_rxq, info)
     txqs = []
-    for _ in range(cfg.num_tx_queues):
+    for qid in range(cfg.num_tx_queues):
         tring = Ring(cfg.tx_ring_size, ex=cfg.bufdesc_ex, order=cfg.byte_order)
-        tring.put(cfg.tx_ring_size - 1, BufdescEx(cbd_sc=BD_SC_WRAP))
+        # fec_enet_alloc_txq_buffers: sc 0, no buffer, cbd_esc BD_ENET_TX_INT (ex only).
+        tx_esc = BD_ENET_TX_INT if cfg.bufdesc_ex else 0
+        for i in range(cfg.tx_ring_size):
+            sc = BD_SC_WRAP if i == cfg.tx_ring_size - 1 else 0
+            tring.put(i, BufdescEx(cbd_sc=sc, cbd_esc=tx_esc))
         txqs.append(TxQueue(tring, [TxBuffer() for _ in range(cfg.tx_ring_size)], 0,
-                            cfg.tx_ring_size - 1))
+                            cfg.tx_ring_size - 1, qid))
     emit(trace, "FEC-RX-014", "page pool created and the RX ring filled",
          pool_size=cfg.rx_ring_size, dma_dir=pool.dma_dir, max_len=pool.max_len)
     return Fep(cfg, bus, dev, allocator, rxq, txqs, syncs=Syncs(record=record))

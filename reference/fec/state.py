@@ -66,7 +66,10 @@ class FecConfig:
     ``bufdesc_ex``: ``fep->bufdesc_ex`` (FEC_QUIRK_HAS_BUFDESC_EX and a PTP clock);
     ``racc``: FEC_QUIRK_HAS_RACC, which makes fec_restart set RACC SHIFT16;
     ``rx_csum``: NETIF_F_RXCSUM (``csum_flags``); ``vlan_rx``: NETIF_F_HW_VLAN_CTAG_RX;
-    ``xdp_tx_frame``: the pre-2023 XDP_TX that converts to ``xdp_frame`` (FEC-XDP-008);
+    ``avb``: FEC_QUIRK_HAS_AVB (i.MX6SX, i.MX8MQ/QM, S32V234), which makes TX descriptors
+    carry the queue's frame type in ``cbd_esc`` (FEC-TX-003);
+    ``xdp_tx_frame``: the XDP_TX of commit f601899e4321 (Aug 2023), which converts to an
+    ``xdp_frame`` first; it was replaced in the same merge (FEC-XDP-008);
     ``redirect_ok``: an XDP_REDIRECT finds a target (FEC-XDP-006).
     """
 
@@ -75,6 +78,7 @@ class FecConfig:
     racc: bool = True
     rx_csum: bool = True
     vlan_rx: bool = True
+    avb: bool = False
     rx_ring_size: int = RX_RING_SIZE
     tx_ring_size: int = TX_RING_SIZE
     num_tx_queues: int = 1
@@ -155,12 +159,14 @@ class RxQueue:
 
 @attrs.define(eq=False)
 class TxQueue:
-    """``struct fec_enet_priv_tx_q`` (``dirty_tx`` kept as an index)."""
+    """``struct fec_enet_priv_tx_q`` (``dirty_tx`` kept as an index; ``qid`` is
+    ``bd.qid``, the queue's index)."""
 
     ring: Ring
     tx_buf: list[TxBuffer]
     cur: int = 0
     dirty_tx: int = 0
+    qid: int = 0
 
     def free_descs(self) -> int:
         """``fec_enet_get_free_txdesc_num`` (FEC-TX-002)."""

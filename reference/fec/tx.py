@@ -26,6 +26,7 @@ from reference.fec.bufdesc import (
     BD_ENET_TX_STATS,
     BD_ENET_TX_TC,
     BD_ENET_TX_UN,
+    FEC_TX_BD_FTYPE,
     BufdescEx,
 )
 from reference.fec.state import MAX_SKB_FRAGS, Fep, TxBuffer, TxBufType, TxQueue
@@ -46,9 +47,11 @@ def txq_xmit_frame(fep: Fep, txq: TxQueue, *, addr: int, length: int, buf: TxBuf
                    trace: Trace | None = None) -> int:
     """``fec_enet_txq_xmit_frame`` after the buffer is mapped (FEC-TX-002, FEC-TX-003).
 
-    The caller checked the free-descriptor floor (:func:`tx_room`).  The slot keeps WRAP
-    (its other status bits are cleared), gets INTR|LAST, then READY|TC once the address,
-    length and enhanced words are written; ``bd.cur`` advances.
+    The caller checked the free-descriptor floor (:func:`tx_room`).  The status loses
+    the ``BD_ENET_TX_STATS`` bits (0x0fff; READY, PAD, WRAP and INTR stay), gets
+    INTR|LAST, then READY|TC once the address, length and enhanced words are written;
+    ``bd.cur`` advances.  With enhanced descriptors ``cbd_esc`` is ``BD_ENET_TX_INT``,
+    plus ``FEC_TX_BD_FTYPE(bd.qid)`` on FEC_QUIRK_HAS_AVB parts.
     """
     ring = txq.ring
     index = txq.cur
@@ -57,6 +60,8 @@ def txq_xmit_frame(fep: Fep, txq: TxQueue, *, addr: int, length: int, buf: TxBuf
     esc, bdu = bd.cbd_esc, bd.cbd_bdu
     if fep.cfg.bufdesc_ex:
         esc, bdu = BD_ENET_TX_INT, 0
+        if fep.cfg.avb:
+            esc |= FEC_TX_BD_FTYPE(txq.qid)
     txq.tx_buf[index] = buf
     status |= BD_ENET_TX_READY | BD_ENET_TX_TC
     ring.put(index, BufdescEx(cbd_datlen=length, cbd_sc=status, cbd_bufaddr=addr, cbd_esc=esc,
@@ -219,6 +224,14 @@ def release_tx_buffers(fep: Fep, trace: Trace | None = None) -> list[TxCompletio
                 if buf.type is TxBufType.FEC_TXBUF_T_XDP_NDO:
                     fate = _ndo_fate(xdp_return_frame(buf.buf_p, trace=trace))
                     fep.ndo_returned.append(buf.buf_p)
+                elif isinstance(buf.buf_p, XdpFrame):
+                    # f601899e4321 (FEC-XDP-008): the frame goes back with xdp_return_frame:
+                    # MEM_TYPE_PAGE_POOL, so page_pool_put_full_page (sync over max_len),
+                    # not direct.
+                    fate = _ndo_fate(xdp_return_frame(buf.buf_p, trace=trace))
+                    page = buf.buf_p.page.handle
+                    assert isinstance(page, pp.Page) and page.pp is not None
+                    page.pp.put_full_page(page, False, pp.PROCESS_CONTEXT, trace)
                 else:
                     fate = _put_xdp_tx_page(buf.buf_p, False, pp.PROCESS_CONTEXT, trace)
                 emit(trace, "FEC-TX-007", "pending TX buffer released", slot=index,

@@ -100,11 +100,15 @@ def run_xdp(fep: Fep, ops: Sequence[Mapping[str, Any]], xdp: XdpBuff, page: pp.P
         emit(trace, "FEC-XDP-006", "XDP_REDIRECT without a target fails: drop path",
              err=-errno.EINVAL)
     elif act == XdpAction.XDP_TX:
-        bump(rxq.stats, RX_XDP_TX)
+        # The XDP_TX counters came after f601899e4321 (FEC-XDP-008).
+        counted = not fep.cfg.xdp_tx_frame
+        if counted:
+            bump(rxq.stats, RX_XDP_TX)
         res = xdp_tx_xmit(fep, fep.cfg.cpu, xdp, page, sync, trace)
         if isinstance(res, tuple):
             return XdpResult(FEC_ENET_XDP_TX, run, verdict, Fate.TX_RING, None, res, False)
-        bump(rxq.stats, RX_XDP_TX_ERRORS)
+        if counted:
+            bump(rxq.stats, RX_XDP_TX_ERRORS)
         tx = res
         emit(trace, "FEC-XDP-005", "XDP_TX failed: rx_xdp_tx_errors, drop path", err=res)
     else:
@@ -125,28 +129,32 @@ def xdp_tx_xmit(fep: Fep, cpu: int, xdp: XdpBuff, page: pp.Page, sync: int,
     v6.17: the RX page itself goes into the TX slot as FEC_TXBUF_T_XDP_TX; its bus
     address is the page's DMA address plus ``data - data_hard_start``, synced for the
     device over ``sync`` bytes, bidirectionally; the length is ``data_end - data``.
-    With ``xdp_tx_frame`` (before "net: fec: improve XDP_TX performance", 2023) the
-    buffer is first converted to an ``xdp_frame`` (-EFAULT if that fails), the slot
-    holds the frame, and the sync covers the frame length from the frame's data.
+    With ``xdp_tx_frame`` (commit f601899e4321, replaced by af6f4791380c in the same
+    merge) the buffer is first converted to an ``xdp_frame`` (-EFAULT if that fails),
+    before the queue and the free-descriptor check; the slot holds the frame, with the
+    same address and the same ``sync`` length.
     Returns (queue, slot, length, sync) or a negative errno.
     """
+    buf_p: object = page
+    if fep.cfg.xdp_tx_frame:
+        # f601899e4321: the conversion comes first, before the queue is chosen and before
+        # the free-descriptor check, so a full ring still costs a conversion.
+        frame = xdp_convert_buff_to_frame(xdp, trace=trace)
+        fep.ops.xdp_frame_conversions += 1
+        if frame is None:
+            return -errno.EFAULT
+        buf_p = frame
+        emit(trace, "FEC-XDP-008", "f601899e4321 XDP_TX: converted to xdp_frame first",
+             headroom=frame.headroom)
     queue = xdp_get_tx_queue(fep, cpu)
     txq = fep.txqs[queue]
     err = tx_room(txq, trace)
     if err:
         return err
     length = xdp.data_end - xdp.data
-    buf_p: object = page
+    # Both versions sync dma_sync_len (run_xdp's ``sync``) from the data's bus address
+    # (f601899e4321 computes it as page DMA + sizeof(xdp_frame) + frame->headroom).
     sync_len = sync
-    if fep.cfg.xdp_tx_frame:
-        frame = xdp_convert_buff_to_frame(xdp, trace=trace)
-        fep.ops.xdp_frame_conversions += 1
-        if frame is None:
-            return -errno.EFAULT
-        buf_p = frame
-        sync_len = frame.len
-        emit(trace, "FEC-XDP-008", "pre-2023 XDP_TX: converted to xdp_frame",
-             headroom=frame.headroom)
     addr = page.dma_addr + (xdp.data - xdp.data_hard_start)
     fep.syncs.sync_for_device(addr, sync_len)
     slot = txq_xmit_frame(fep, txq, addr=addr, length=length,

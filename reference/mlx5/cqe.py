@@ -37,6 +37,11 @@ MLX5_CQE_SIG_ERR = 12
 MLX5_CQE_REQ_ERR = 13
 MLX5_CQE_RESP_ERR = 14
 MLX5_CQE_INVALID = 15
+# Not in the kernel: rdma-core's <infiniband/mlx5dv.h> names opcode 6
+# MLX5_CQE_NO_PACKET; include/linux/mlx5/cq.h (v6.17-rc3, 6.12, 7.3) has no such name and
+# mlx5e treats it like every opcode but RESP_SEND (MLX5-CQE-009).  Kept under a model name
+# so no kernel-looking constant claims the kernel knows it.
+RDMA_CORE_MLX5_CQE_NO_PACKET = 6
 
 MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR = 0x01
 MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR = 0x02
@@ -397,8 +402,16 @@ def mpwrq_byte_cnt(byte_count: int, consumed_strides: int, filler: bool = False)
 
 
 def MLX5E_RX_ERR_CQE(cqe: mlx5_cqe64) -> bool:
-    """MLX5-CQE-009: en/txrx.h: any opcode other than RESP_SEND is an RX error."""
+    """MLX5-CQE-009: en/txrx.h: any opcode other than RESP_SEND is an RX error, also
+    opcodes the kernel's enum does not name (6, rdma-core's ``MLX5_CQE_NO_PACKET``)."""
     return get_cqe_opcode(cqe) != MLX5_CQE_RESP_SEND
+
+
+def cqe_syndrome_needs_recover(syndrome: int) -> bool:
+    """MLX5-CQE-009: ``en/health.h``: the error syndromes after which mlx5e recovers
+    the queue (``trigger_report`` for an RQ)."""
+    return syndrome in (MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR,
+                        MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
 
 
 def rss_hash_type_of(ip: int, l4: int) -> int:

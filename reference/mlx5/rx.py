@@ -42,8 +42,24 @@ XDP_PACKET_HEADROOM = 256
 MLX5E_RX_MAX_HEAD = 256
 #: ``ETH_HLEN + VLAN_HLEN + ETH_FCS_LEN``: what ``MLX5E_SW2HW_MTU`` adds to the MTU.
 MLX5E_HARD_MTU = 14 + 4 + 4
-#: The skb headroom of ``napi_alloc_skb`` in the model (``NET_SKB_PAD`` on x86_64).
-NET_SKB_PAD = 64
+#: ``NET_IP_ALIGN``: ``arch/x86/include/asm/processor.h`` defines it as 0 (the generic
+#: default in ``include/linux/skbuff.h`` is 2).  The model assumes x86_64.
+NET_IP_ALIGN = 0
+#: ``NET_SKB_PAD`` = max(32, ``L1_CACHE_BYTES``) (``include/linux/skbuff.h``); x86_64's
+#: L1 line is 64 bytes (``X86_L1_CACHE_SHIFT`` 6), so 64.  Also the headroom
+#: ``napi_alloc_skb`` reserves (plus ``NET_IP_ALIGN``).
+NET_SKB_PAD = max(32, X86_64.smp_cache_bytes)
+#: ``MLX5_RX_HEADROOM`` (en.h): the RQ headroom without an XDP program.
+MLX5_RX_HEADROOM = NET_SKB_PAD
+
+
+def mlx5e_get_linear_rq_headroom(xdp_prog: bool) -> int:
+    """MLX5-RX-005: ``en/params.c: mlx5e_get_linear_rq_headroom`` (no XSK):
+    ``NET_IP_ALIGN`` plus ``XDP_PACKET_HEADROOM`` when the RQ is opened with a program,
+    else plus ``MLX5_RX_HEADROOM``: 256 or 64 on x86_64.  ``mlx5e_alloc_rq`` stores it in
+    ``rq->buff.headroom`` (through ``mlx5e_get_rq_headroom``) for the cyclic and the linear
+    striding RQ."""
+    return NET_IP_ALIGN + (XDP_PACKET_HEADROOM if xdp_prog else MLX5_RX_HEADROOM)
 
 Ops = Sequence[Mapping[str, Any]]
 
@@ -112,6 +128,9 @@ class Mlx5eRq:
     xdp_prog: bool = False
     flag_xdp_xmit: bool = False  # MLX5E_RQ_FLAG_XDP_XMIT
     flag_xdp_redirect: bool = False  # MLX5E_RQ_FLAG_XDP_REDIRECT
+    #: ``MLX5E_RQ_STATE_RECOVERING``: set by the first error CQE whose syndrome needs
+    #: recovery (MLX5-RX-002); the recovery work itself is not modelled.
+    recovering: bool = False
     redirect_flushes: int = 0
     pages: dict[str, int] = attrs.field(factory=lambda: {
         "recycled": 0, "tx_recycled": 0, "in_sq": 0, "to_stack": 0, "redirected": 0})
@@ -131,6 +150,12 @@ class Mlx5eRq:
         return rq_state(rxcsum=self.cfg.rxcsum, xdp_prog=self.xdp_prog,
                         pflag_no_csum_complete=self.cfg.pflag_no_csum_complete,
                         cqe_checksum_full=self.cfg.cqe_checksum_full)
+
+    def headroom(self, ops: Ops | None) -> int:
+        """``rq->buff.headroom`` (MLX5-RX-005), fixed when the RQ is opened: with a
+        program when ``xdp_prog`` says so, or when this packet runs one (an RQ only runs
+        programs it was opened with)."""
+        return mlx5e_get_linear_rq_headroom(self.xdp_prog or ops is not None)
 
     @property
     def hwtstamp_rx_all(self) -> bool:
@@ -163,8 +188,13 @@ class Mlx5eRq:
                                "exception": False, "fate": None, "skb": None}
         striding = self.cfg.rq_type is RqType.STRIDING
         if C.MLX5E_RX_ERR_CQE(cqe):
+            # mlx5e_handle_rx_err_cqe: trigger_report, then rx_wqe_err (MLX5-CQE-009).
+            syndrome = C.mlx5_err_cqe.unpack(cqe.pack()).syndrome
+            if C.cqe_syndrome_needs_recover(syndrome) and not self.recovering:
+                self.recovering = True  # test_and_set_bit(MLX5E_RQ_STATE_RECOVERING)
+                emit(trace, "MLX5-RX-002", "error CQE starts RQ recovery", syndrome=syndrome)
             self.stats.wqe_err += 1
-            emit(trace, "MLX5-RX-002", "error CQE: rx_wqe_err")
+            emit(trace, "MLX5-RX-002", "error CQE: rx_wqe_err", opcode=C.get_cqe_opcode(cqe))
             rec["kind"] = "error"
             return rec
         if striding and C.mpwrq_is_filler_cqe(cqe):
@@ -232,20 +262,23 @@ class Mlx5eRq:
 
     def _linear(self, cqe: C.mlx5_cqe64, data: bytes, ops: Ops | None, rec: dict[str, Any],
                 trace: Trace | None) -> bool:
-        """``mlx5e_skb_from_cqe_linear``: the buffer is filled only with a program."""
-        page = _page_with(data, XDP_PACKET_HEADROOM)
+        """``mlx5e_skb_from_cqe_linear``: the buffer is filled only with a program; the
+        packet sits after ``rq->buff.headroom`` (MLX5-RX-005)."""
+        page = _page_with(data, self.headroom(ops))
         return self._linear_common(cqe, page, len(data), ops, rec, trace)
 
     def _linear_common(self, cqe: C.mlx5_cqe64, page: Page, length: int, ops: Ops | None,
                        rec: dict[str, Any], trace: Trace | None) -> bool:
+        headroom = self.headroom(ops)
         if ops is None:
             plain = XdpBuff()  # no program: the skb is built straight over the page
             plain.page, plain.data_hard_start = page, 0
-            plain.data = plain.data_meta = XDP_PACKET_HEADROOM
+            plain.data = plain.data_meta = headroom
             plain.data_end = plain.data + length
+            emit(trace, "MLX5-RX-005", "skb over the page at the RQ headroom", headroom=headroom)
             self._skb(cqe, rec, plain, False, trace)
             return True
-        X.mlx5e_fill_mxbuf(self, cqe, page, 0, XDP_PACKET_HEADROOM, PAGE_SIZE, length,
+        X.mlx5e_fill_mxbuf(self, cqe, page, 0, headroom, PAGE_SIZE, length,
                            self.mxbuf, trace)
         if self._run_xdp(ops, rec, trace):
             return False
@@ -258,8 +291,9 @@ class Mlx5eRq:
         not; the first ``frag_size`` bytes are linear, the rest one fragment per WQE frag."""
         size = self.cfg.frag_size
         first = data[:size]
-        X.mlx5e_fill_mxbuf(self, cqe, _page_with(first, XDP_PACKET_HEADROOM), 0,
-                           XDP_PACKET_HEADROOM, PAGE_SIZE, len(first), self.mxbuf, trace)
+        headroom = self.headroom(ops)  # MLX5-RX-005
+        X.mlx5e_fill_mxbuf(self, cqe, _page_with(first, headroom), 0,
+                           headroom, PAGE_SIZE, len(first), self.mxbuf, trace)
         for off in range(size, len(data), size):
             chunk = data[off : off + size]
             self._add_frag(_page_with(chunk, 0), 0, len(chunk), size, trace)
@@ -276,7 +310,7 @@ class Mlx5eRq:
             emit(trace, "MLX5-RX-002", "oversize packet dropped before XDP", len=len(data))
             rec["kind"] = "oversize"
             return False
-        page = _page_with(data, XDP_PACKET_HEADROOM)
+        page = _page_with(data, self.headroom(ops))
         return self._linear_common(cqe, page, len(data), ops, rec, trace)
 
     def _mpwrq_nonlinear(self, cqe: C.mlx5_cqe64, data: bytes, ops: Ops | None,
@@ -296,8 +330,9 @@ class Mlx5eRq:
                 XDP_PACKET_HEADROOM + MLX5E_RX_MAX_HEAD)
             rest = data
         else:
-            linear_hr, lin = NET_SKB_PAD, data[:headlen]
-            frame_sz = mlx5_skb_frag_sz(skb_data_align(NET_SKB_PAD + MLX5E_RX_MAX_HEAD))
+            # napi_alloc_skb reserves NET_SKB_PAD + NET_IP_ALIGN (MLX5-RX-005).
+            linear_hr, lin = NET_SKB_PAD + NET_IP_ALIGN, data[:headlen]
+            frame_sz = mlx5_skb_frag_sz(skb_data_align(linear_hr + MLX5E_RX_MAX_HEAD))
             rest = data[headlen:]
             frag_offset = (frag_offset + headlen) & (PAGE_SIZE - 1)
         X.mlx5e_fill_mxbuf(self, cqe, _page_with(lin, linear_hr), 0, linear_hr, frame_sz,

@@ -212,13 +212,14 @@ def _unnecessary_or_none(cqe: C.mlx5_cqe64, stats: Mlx5eRqStats,
 def eth_type_trans(data: bytes, dev_addr: bytes) -> tuple[int, PktType]:
     """MLX5-SKB-005: ``eth_type_trans``: the protocol and the packet type by destination."""
     dst = data[0:6]
-    if dst[0] & 1:
+    # eth_skb_pkt_type: the netdev's own address wins before the group bit is looked at.
+    if dst == dev_addr:
+        pkt_type = PktType.PACKET_HOST
+    elif dst[0] & 1:
         pkt_type = (PktType.PACKET_BROADCAST if dst == b"\xff" * 6
                     else PktType.PACKET_MULTICAST)
-    elif dst != dev_addr:
-        pkt_type = PktType.PACKET_OTHERHOST
     else:
-        pkt_type = PktType.PACKET_HOST
+        pkt_type = PktType.PACKET_OTHERHOST
     h_proto = _be16(data, 12)
     if h_proto >= ETH_P_802_3_MIN:
         return h_proto, pkt_type

@@ -48,6 +48,7 @@ from .api import (
 )
 from .constants import (
     ARM64_4K,
+    ARM64_ARCH_DMA_MINALIGN,
     BIAS_MAX,
     DEFAULT_ARCH,
     DMA_BIDIRECTIONAL,
@@ -67,6 +68,7 @@ from .constants import (
     X86_64,
     XDP_BULK_QUEUE_SIZE,
     Arch,
+    arm64_cache_line_size,
 )
 from .frag import (
     page_pool_alloc,
@@ -109,6 +111,7 @@ page_pool_put_page_bulk = page_pool_put_netmem_bulk
 
 __all__ = [
     "ARM64_4K",
+    "ARM64_ARCH_DMA_MINALIGN",
     "BIAS_MAX",
     "DEFAULT_ARCH",
     "DMA_BIDIRECTIONAL",
@@ -146,6 +149,7 @@ __all__ = [
     "PoolState",
     "PtrRing",
     "PutOutcome",
+    "arm64_cache_line_size",
     "conservation_problems",
     "ethtool_stats",
     "get_page",

@@ -99,8 +99,10 @@ def page_pool_get_stats(pool: PagePool, stats: PagePoolStats | None) -> bool:
     return pool.get_stats(stats)
 
 
-def page_pool_enable_direct_recycling(pool: PagePool, napi: NapiStruct) -> None:
-    pool.enable_direct_recycling(napi)
+def page_pool_enable_direct_recycling(pool: PagePool, napi: NapiStruct | None,
+                                      trace: Trace | None = None) -> bool:
+    """PP-DESTROY-008; True when the kernel would have WARNed (see ``pool.warnings``)."""
+    return pool.enable_direct_recycling(napi, trace)
 
 
 def page_pool_disable_direct_recycling(pool: PagePool) -> None:

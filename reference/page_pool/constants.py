@@ -52,18 +52,25 @@ DEFER_WARN_INTERVAL_S = 60
 
 U32_MASK = 0xFFFF_FFFF
 
+#: ``REFCOUNT_SATURATED`` (include/linux/refcount.h): where a ``refcount_t`` such as the
+#: pool's ``user_cnt`` is pinned after an underflow or an increment from 0 WARNs.
+REFCOUNT_SATURATED = -(1 << 31) // 2
+
 
 @attrs.frozen
 class Arch:
     """Architecture-dependent values the page_pool code reads (model convention).
 
     ``page_size``: ``PAGE_SIZE``.  ``dma_cache_alignment``: what
-    ``dma_get_cache_alignment()`` returns (``ARCH_DMA_MINALIGN`` where the arch defines
-    ``ARCH_HAS_DMA_MINALIGN``, else 1; x86-64 gives 1, arm64 128).  ``smp_cache_bytes``:
-    ``SMP_CACHE_BYTES`` (sizes the ptr_ring consumer batch).  ``max_page_order``:
-    ``MAX_PAGE_ORDER`` (10 unless ``CONFIG_ARCH_FORCE_MAX_ORDER``).
-    ``poison_pointer_delta``: ``CONFIG_ILLEGAL_POINTER_VALUE`` (0xdead000000000000 on
-    x86-64 and arm64).
+    ``dma_get_cache_alignment()`` returns (PP-FRAG-002).  The generic helper in
+    ``include/linux/dma-mapping.h`` gives ``ARCH_DMA_MINALIGN`` where the arch defines one
+    (``ARCH_HAS_DMA_MINALIGN``) and 1 elsewhere, so x86-64 gives 1.  arm64 overrides the
+    helper with ``cache_line_size()`` (see :func:`arm64_cache_line_size`), which is 64 on
+    usual cores, not its ``ARCH_DMA_MINALIGN`` of 128.  ``smp_cache_bytes``:
+    ``SMP_CACHE_BYTES`` (sizes the ptr_ring consumer batch; ``L1_CACHE_BYTES`` = 64 on
+    both).  ``max_page_order``: ``MAX_PAGE_ORDER`` (10 unless
+    ``CONFIG_ARCH_FORCE_MAX_ORDER``).  ``poison_pointer_delta``:
+    ``CONFIG_ILLEGAL_POINTER_VALUE`` (0xdead000000000000 on x86-64 and arm64).
     """
 
     page_size: int = 4096
@@ -82,6 +89,28 @@ class Arch:
         return 0x40 + self.poison_pointer_delta
 
 
+#: arm64 ``ARCH_DMA_MINALIGN`` (arch/arm64/include/asm/cache.h): the kmalloc/DMA bound,
+#: and the fallback of ``cache_line_size_of_cpu`` when ``CTR_EL0.CWG`` is 0.
+ARM64_ARCH_DMA_MINALIGN = 128
+
+
+def arm64_cache_line_size(*, coherency_max_size: int = 0, ctr_el0_cwg: int = 4) -> int:
+    """arm64 ``cache_line_size()``, which is its ``dma_get_cache_alignment()``.
+
+    arch/arm64/include/asm/cache.h defines ``dma_get_cache_alignment`` as
+    ``cache_line_size`` (so the generic ``ARCH_DMA_MINALIGN`` helper is not used).
+    ``cache_line_size`` (arch/arm64/kernel/cacheinfo.c) answers ``coherency_max_size`` (the
+    largest ``coherency_line_size`` the cacheinfo code found in firmware tables) when that
+    is known, else ``cache_line_size_of_cpu``: ``4 << CTR_EL0.CWG`` words, or
+    ``ARCH_DMA_MINALIGN`` when the CPU reports CWG 0 ("not given").  CWG 4 (64 bytes) is
+    what usual arm64 cores (Cortex-A53/A72, Neoverse) report, hence the default.
+    """
+    if coherency_max_size:
+        return coherency_max_size
+    return 4 << ctr_el0_cwg if ctr_el0_cwg else ARM64_ARCH_DMA_MINALIGN
+
+
 X86_64 = Arch()
-ARM64_4K = Arch(dma_cache_alignment=128)
+#: arm64, 4 KiB pages, a CPU with 64-byte cache writeback granule (the usual case).
+ARM64_4K = Arch(dma_cache_alignment=arm64_cache_line_size())
 DEFAULT_ARCH = X86_64

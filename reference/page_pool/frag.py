@@ -47,9 +47,12 @@ def page_pool_alloc_frag(
         raise StateViolation(f"page_pool_alloc_frag on a pool that is {pool.state.value}",
                              obj="page_pool", rule="PP-ALLOC-009")
     max_size = pool.arch.page_size << pool.order
-    if size > max_size:  # PP-FRAG-001: the kernel WARNs and returns NULL
-        raise StateViolation(f"fragment of {size} bytes > {max_size}", obj="page_pool",
-                             rule="PP-FRAG-001")
+    if size > max_size:
+        # PP-FRAG-001: the kernel WARNs and returns NULL, touching nothing.
+        pool.warnings.append(f"page_pool_alloc_frag: WARN_ON: size {size} > {max_size}")
+        emit(trace, "PP-FRAG-001", "WARN: fragment larger than the page; NULL", size=size,
+             max_size=max_size)
+        return None
     size = _align(size, pool.arch.dma_cache_alignment)  # PP-FRAG-002
     offset = pool.frag_offset
     page = pool.frag_page

@@ -25,6 +25,7 @@ from .constants import (
     PP_FLAG_DMA_SYNC_DEV,
     PP_FLAG_SYSTEM_POOL,
     PP_RING_DEFAULT_SIZE,
+    REFCOUNT_SATURATED,
     U32_MASK,
     XDP_BULK_QUEUE_SIZE,
 )
@@ -126,6 +127,7 @@ class PagePool:
         "state",
         "system",
         "user_cnt",
+        "warnings",
         "xdp_mem_connected",
     )
 
@@ -179,6 +181,9 @@ class PagePool:
         self.state = PoolState.ALIVE
         self.xdp_mem_connected = False
         self.empty_ring_refcnt_violations = 0
+        #: Kernel WARNs this pool triggered and carried on from, oldest first (an
+        #: observable: the kernel prints a splat and continues, so the model continues).
+        self.warnings: list[str] = []
         # Ledger (PP-LEDGER-001): pages not yet released, and every page ever accounted.
         self._live: dict[int, Page] = {}
         self._pages: list[Page] = []
@@ -572,30 +577,78 @@ class PagePool:
 
     def use_xdp_mem(self) -> None:
         """``page_pool_use_xdp_mem``: the XDP mem model takes a user reference
-        (PP-DESTROY-001)."""
-        self._check_alive("page_pool_use_xdp_mem", "PP-DESTROY-007")
-        self.user_cnt += 1
+        (PP-DESTROY-001).  On a pool whose last user already destroyed it, the
+        ``refcount_inc`` of a zero ``user_cnt`` WARNs and saturates it (PP-DESTROY-007)."""
+        if self.state is PoolState.FREED:
+            self._check_alive("page_pool_use_xdp_mem", "PP-DESTROY-007")
+        if self.state is PoolState.DETACHED:
+            self._user_cnt_warn("page_pool_use_xdp_mem: refcount_t: " + (
+                "addition on 0; use-after-free" if self.user_cnt == 0
+                else "saturated; leaking memory"))
+        else:
+            self.user_cnt += 1
         self.xdp_mem_connected = True
 
-    def enable_direct_recycling(self, napi: NapiStruct) -> None:
-        """``page_pool_enable_direct_recycling`` (PP-DESTROY-008)."""
+    def _user_cnt_warn(self, what: str) -> None:
+        """``refcount_warn_saturate``: the WARN, and ``user_cnt`` pinned at
+        ``REFCOUNT_SATURATED`` (PP-DESTROY-007)."""
+        self.user_cnt = REFCOUNT_SATURATED
+        self.warnings.append(what)
+
+    def enable_direct_recycling(self, napi: NapiStruct | None,
+                                trace: Trace | None = None) -> bool:
+        """``page_pool_enable_direct_recycling`` (PP-DESTROY-008): attach ``napi``.
+
+        Nothing happens when it is already the pool's NAPI.  Otherwise the kernel WARNs
+        if ``napi`` is NULL or another NAPI is attached, and installs ``napi`` all the
+        same; the model does that and records the WARN in :attr:`warnings`.  Returns
+        whether it warned.
+        """
         if self.napi is napi:
-            return
-        if napi is None or self.napi is not None:
-            raise StateViolation("pool already has a NAPI owner (or none given)",
-                                 obj="page_pool", rule="PP-DESTROY-008")
+            return False
+        warned = napi is None or self.napi is not None
+        if warned:
+            what = ("NULL napi" if napi is None
+                    else "a NAPI instance is already attached; replaced")
+            self.warnings.append(f"page_pool_enable_direct_recycling: WARN_ON: {what}")
+            emit(trace, "PP-DESTROY-008", "WARN: " + what,
+                 old_owner=None if self.napi is None else self.napi.list_owner,
+                 new_owner=None if napi is None else napi.list_owner)
         self.napi = napi
+        return warned
 
     def disable_direct_recycling(self) -> None:
-        """``page_pool_disable_direct_recycling``: cpuid -1 and no NAPI (PP-DESTROY-008)."""
+        """``page_pool_disable_direct_recycling``: cpuid -1 and no NAPI (PP-DESTROY-008).
+
+        With a NAPI attached the kernel first runs ``napi_assert_will_not_race``, which
+        WARNs if that NAPI is still owned by a CPU (``list_owner`` != -1), and carries on;
+        the model records that WARN in :attr:`warnings`.
+        """
         self.cpuid = -1
+        napi = self.napi
+        if napi is None:
+            return
+        if napi.list_owner != -1:
+            self.warnings.append("page_pool_disable_direct_recycling: WARN_ON: napi "
+                                 f"list_owner is CPU {napi.list_owner}, not -1")
         self.napi = None
 
     def destroy(self, trace: Trace | None = None) -> None:
-        """``page_pool_destroy`` (PP-DESTROY-001/002/003/005)."""
-        if self.state is not PoolState.ALIVE:
-            raise StateViolation(f"page_pool_destroy on a pool that is {self.state.value}"
-                                 " (user_cnt already 0)", obj="page_pool", rule="PP-DESTROY-007")
+        """``page_pool_destroy`` (PP-DESTROY-001/002/003/005).
+
+        A destroy after the last one (PP-DESTROY-007): on a pool still waiting for its
+        pages, ``page_pool_put`` underflows ``user_cnt``, which WARNs, saturates the count
+        and answers "not the last user", so nothing else happens; on a freed pool it is a
+        use after free, which the model refuses.
+        """
+        if self.state is PoolState.FREED:
+            raise StateViolation("page_pool_destroy on a freed pool (use after free)",
+                                 obj="page_pool", rule="PP-DESTROY-007")
+        if self.state is PoolState.DETACHED:
+            self._user_cnt_warn("page_pool_destroy: refcount_t: underflow; use-after-free")
+            emit(trace, "PP-DESTROY-007", "WARN: destroy after the last one; user_cnt "
+                 "saturated, nothing else done")
+            return
         self.user_cnt -= 1
         if self.user_cnt:
             emit(trace, "PP-DESTROY-001", "other users remain", user_cnt=self.user_cnt)

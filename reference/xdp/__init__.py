@@ -11,4 +11,5 @@ Modules (SPEC area "XDP core"):
 - :mod:`~reference.xdp.mem` and :mod:`~reference.xdp.rxq`: memory types, return paths,
   RX-queue registration (XDP-MEM-*).
 - :mod:`~reference.xdp.actions`: ``enum xdp_action`` and the verdict switch (XDP-ACT-*).
+- :mod:`~reference.xdp.warn`: kernel WARNs reported as observables (:class:`KernelWarn`).
 """

@@ -38,6 +38,7 @@ from reference.xdp.mem import (
     xdp_return,
 )
 from reference.xdp.memory import Page, SkbSharedInfo
+from reference.xdp.warn import KernelWarn, kernel_warn
 
 #: ``struct xdp_frame`` on LP64, little endian: data (pointer), len, headroom, metasize,
 #: mem_type (a 32-bit enum bit-field), dev_rx (pointer), frame_sz, flags (XDP-FRAME-001).
@@ -136,14 +137,19 @@ class XdpFrame:
 
 
 def xdp_update_frame_from_buff(
-    xdp: XdpBuff, frame: XdpFrame, *, trace: Trace | None = None
+    xdp: XdpBuff,
+    frame: XdpFrame,
+    *,
+    warns: list[KernelWarn] | None = None,
+    trace: Trace | None = None,
 ) -> int:
     """``xdp_update_frame_from_buff`` (XDP-FRAME-002, XDP-FRAME-003, XDP-FRAME-004).
 
     Returns -ENOSPC, writing nothing, when the headroom left below the metadata cannot
     hold a ``struct xdp_frame``.  A buffer whose ``data_end`` lies beyond
     ``xdp_data_hard_end`` makes the kernel WARN ("Driver BUG: missing reserved
-    tailroom"); the model raises :class:`StateViolation`.
+    tailroom", through ``XDP_WARN``) and also return -ENOSPC: the model does the same and
+    reports the WARN (appended to ``warns``, traced under XDP-FRAME-003).
     """
     headroom = xdp.data - xdp.data_hard_start
     metasize = max(xdp.data - xdp.data_meta, 0)
@@ -155,8 +161,10 @@ def xdp_update_frame_from_buff(
              headroom=headroom, metasize=metasize, ret=-errno.ENOSPC)
         return -errno.ENOSPC
     if xdp.data_end > xdp_data_hard_end(xdp):
-        raise StateViolation("Driver BUG: missing reserved tailroom (data_end beyond "
-                             "xdp_data_hard_end)", obj="xdp_buff", rule="XDP-FRAME-003")
+        kernel_warn(warns, trace, rule="XDP-FRAME-003", function="xdp_update_frame_from_buff",
+                    message="Driver BUG: missing reserved tailroom", data_end=xdp.data_end,
+                    hard_end=xdp_data_hard_end(xdp), ret=-errno.ENOSPC)
+        return -errno.ENOSPC
     frame.write(data=xdp.data, len=xdp.data_end - xdp.data,
                 headroom=headroom - xdp.arch.sizeof_xdp_frame, metasize=metasize,
                 frame_sz=xdp.frame_sz, flags=xdp.flags)
@@ -168,9 +176,13 @@ def xdp_convert_buff_to_frame(
     *,
     alloc_page: Callable[[], Page | None] | None = None,
     released: list[MemReturn] | None = None,
+    warns: list[KernelWarn] | None = None,
     trace: Trace | None = None,
 ) -> XdpFrame | None:
     """``xdp_convert_buff_to_frame``: the frame, or None (NULL) when it does not fit.
+
+    A missing reserved tailroom is reported in ``warns`` (XDP-FRAME-003) and also gives
+    None, as in the kernel.
 
     For ``MEM_TYPE_XSK_BUFF_POOL`` queues the packet is copied into a new page instead
     (XDP-FRAME-005); ``alloc_page`` stands for ``dev_alloc_page`` (None = a fresh zeroed
@@ -186,7 +198,7 @@ def xdp_convert_buff_to_frame(
         raise StateViolation("no room for the frame header in the buffer", obj="xdp_buff",
                              rule="XDP-FRAME-004")
     frame = XdpFrame(page, xdp.data_hard_start, xdp.arch)
-    if xdp_update_frame_from_buff(xdp, frame, trace=trace) < 0:
+    if xdp_update_frame_from_buff(xdp, frame, warns=warns, trace=trace) < 0:
         return None
     frame.write(mem_type=xdp.rxq.mem.type)
     emit(trace, "XDP-FRAME-004", "xdp_frame written at data_hard_start",

@@ -30,6 +30,7 @@ from reference.xdp.buff import (
     xdp_metalen_invalid,
 )
 from reference.xdp.mem import MemReturn, MemType, xdp_return
+from reference.xdp.warn import KernelWarn, kernel_warn
 
 #: ``include/linux/errno.h``: the kernel-internal "operation is not supported" that
 #: ``bpf_xdp_adjust_meta`` returns.  It is not a uapi errno and Python's ``errno``
@@ -118,20 +119,22 @@ def bpf_xdp_adjust_tail(
     *,
     released: list[MemReturn] | None = None,
     kernel: KernelSemantics = V6_17,
+    warns: list[KernelWarn] | None = None,
     trace: Trace | None = None,
 ) -> int:
     """``bpf_xdp_adjust_tail``: move the end of the packet by ``offset``.
 
     A linear buffer may grow up to ``xdp_data_hard_end`` and shrink down to
     ``ETH_HLEN`` bytes (XDP-ADJ-006).  A multi-buffer packet is handled by the frags
-    paths instead (XDP-ADJ-007 .. XDP-ADJ-010).
+    paths instead (XDP-ADJ-007 .. XDP-ADJ-010).  The v6.18 grow path's WARN_ONCE on a
+    negative tailroom is reported in ``warns`` (XDP-ADJ-008).
     """
     offset = s32(offset)
     if xdp_buff_has_frags(xdp):
         emit(trace, "XDP-ADJ-007", "multi-buffer packet: frags path", offset=offset)
         if offset < 0:
             return _frags_shrink_tail(xdp, s32(-offset), released, kernel, trace)
-        return _frags_increase_tail(xdp, offset, kernel, trace)
+        return _frags_increase_tail(xdp, offset, kernel, warns, trace)
 
     page = xdp._page()
     hard_end = xdp_data_hard_end(xdp)
@@ -155,7 +158,8 @@ def bpf_xdp_adjust_tail(
 
 
 def _frags_increase_tail(
-    xdp: XdpBuff, offset: int, kernel: KernelSemantics, trace: Trace | None
+    xdp: XdpBuff, offset: int, kernel: KernelSemantics, warns: list[KernelWarn] | None,
+    trace: Trace | None,
 ) -> int:
     """``bpf_xdp_frags_increase_tail`` (XDP-ADJ-008)."""
     sinfo = xdp_get_shared_info_from_buff(xdp)
@@ -172,7 +176,13 @@ def _frags_increase_tail(
              frag_size=rxq.frag_size, frame_sz=xdp.frame_sz)
         return -errno.EOPNOTSUPP
     if kernel.frag_tailroom_modulo:
-        tailroom = rxq.frag_size - frag.size - frag.offset % rxq.frag_size
+        # Computed in unsigned int, stored in an int: wraps to negative when the frag
+        # already runs past frag_size, which the kernel WARN_ONCEs about and then refuses
+        # every grow (the signed comparison below), offset 0 included.
+        tailroom = s32(rxq.frag_size - frag.size - frag.offset % rxq.frag_size)
+        if tailroom < 0:
+            kernel_warn(warns, trace, rule="XDP-ADJ-008", function="bpf_xdp_frags_increase_tail",
+                        message="tailroom < 0", once=True, tailroom=tailroom)
     else:
         # unsigned int arithmetic: wraps to a huge value when the frag does not start at
         # the beginning of a frag_size-sized buffer.

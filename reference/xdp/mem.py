@@ -16,6 +16,7 @@ import attrs
 from reference.errors import StateViolation
 from reference.trace import Trace, emit
 from reference.xdp.memory import Page
+from reference.xdp.warn import kernel_warn
 
 
 class MemType(enum.IntEnum):
@@ -45,6 +46,8 @@ class ReturnPath(enum.Enum):
     XSK_BUFF_FREE = "xsk_buff_free"
     #: ``xdp_flush_frame_bulk`` -> ``page_pool_put_netmem_bulk`` (XDP-MEM-004).
     PAGE_POOL_PUT_BULK = "page_pool_put_netmem_bulk"
+    #: ``__xdp_return``'s ``default`` case: a WARN, and nothing frees the page (XDP-MEM-002).
+    WARN_LEAKED = "WARN: incorrect memory type, page leaked"
 
 
 #: XDP-MEM-002: the dispatch table of ``__xdp_return``.
@@ -83,6 +86,9 @@ def xdp_return(
 ) -> MemReturn:
     """``__xdp_return``: decide how ``page`` goes back (XDP-MEM-002).
 
+    A memory type outside the enum is the kernel's WARN case: the record's path is
+    :attr:`ReturnPath.WARN_LEAKED` (no callee frees the page) and the WARN is traced.
+
     ``return_frame_no_direct`` is ``xdp_return_frame_no_direct()``, the per-CPU
     ``BPF_RI_F_RF_NO_DIRECT`` flag; when set, page_pool returns never recycle directly.
     ``from_xdp_buff`` says whether the caller passed an ``xdp_buff``: the XSK path frees
@@ -90,9 +96,12 @@ def xdp_return(
     """
     path = RETURN_PATH.get(mem_type)
     if path is None:
-        # The kernel WARNs ("Incorrect XDP memory type") and leaks the page.
-        raise StateViolation(f"__xdp_return with memory type {mem_type}", obj="xdp_mem_info",
-                             rule="XDP-MEM-002")
+        # The kernel WARNs ("Incorrect XDP memory type (%d) usage") and carries on: nothing
+        # frees the page.  The record with path WARN_LEAKED is the observable.
+        kernel_warn(None, trace, rule="XDP-MEM-002", function="__xdp_return",
+                    message=f"Incorrect XDP memory type ({mem_type}) usage",
+                    mem_type=mem_type, caller=caller)
+        return MemReturn(page, mem_type, ReturnPath.WARN_LEAKED, False, caller)
     if path is ReturnPath.XSK_BUFF_FREE and not from_xdp_buff:
         # xsk_buff_free(NULL) would dereference a NULL xdp_buff.
         raise StateViolation("MEM_TYPE_XSK_BUFF_POOL return without an xdp_buff",

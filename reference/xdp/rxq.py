@@ -13,9 +13,10 @@ import errno
 
 import attrs
 
-from reference.errors import InvalidConfig, StateViolation
+from reference.errors import InvalidConfig
 from reference.trace import Trace, emit
 from reference.xdp.mem import MemType, XdpMemInfo
+from reference.xdp.warn import KernelWarn, kernel_warn
 
 
 class RegState(enum.IntEnum):
@@ -63,27 +64,35 @@ def xdp_rxq_info_reg(
     queue_index: int,
     frag_size: int = 0,
     *,
+    warns: list[KernelWarn] | None = None,
     trace: Trace | None = None,
 ) -> int:
     """``__xdp_rxq_info_reg`` (XDP-MEM-005).
 
     Clears the whole structure, then records device, queue and ``frag_size``: the memory
     model is back to type 0 (``MEM_TYPE_PAGE_SHARED``) with id 0 until
-    :func:`xdp_rxq_info_reg_mem_model` runs.  The three cases the kernel WARNs on raise
-    :class:`StateViolation` with ``rxq`` untouched (ERR-002).
+    :func:`xdp_rxq_info_reg_mem_model` runs.  The kernel WARNs in three cases and the
+    model reports each in ``warns``, then does what the kernel does: a NULL device gives
+    -ENODEV and a queue marked unused -EINVAL (``rxq`` untouched in both); a queue that is
+    still registered is unregistered first (:func:`xdp_rxq_info_unreg`) and then
+    registered anew.
     """
     if dev is None:
-        raise StateViolation("Missing net_device from driver (-ENODEV)", obj="xdp_rxq_info",
-                             rule="XDP-MEM-005")
+        kernel_warn(warns, trace, rule="XDP-MEM-005", function="__xdp_rxq_info_reg",
+                    message="Missing net_device from driver", ret=-errno.ENODEV)
+        return -errno.ENODEV
     if rxq.reg_state == RegState.UNUSED:
-        raise StateViolation("Driver promised not to register this (-EINVAL)",
-                             obj="xdp_rxq_info", rule="XDP-MEM-005")
-    if rxq.reg_state == RegState.REGISTERED:
-        # The kernel WARNs, unregisters and carries on; the model flags the driver bug.
-        raise StateViolation("Missing unregister", obj="xdp_rxq_info", rule="XDP-MEM-005")
+        kernel_warn(warns, trace, rule="XDP-MEM-005", function="__xdp_rxq_info_reg",
+                    message="Driver promised not to register this", ret=-errno.EINVAL)
+        return -errno.EINVAL
     if not 0 <= frag_size < 1 << 32:
         raise InvalidConfig("frag_size is a u32", field="frag_size", value=frag_size,
                             rule="XDP-MEM-005")
+    if rxq.reg_state == RegState.REGISTERED:
+        kernel_warn(warns, trace, rule="XDP-MEM-005", function="__xdp_rxq_info_reg",
+                    message="Missing unregister, handled but fix driver",
+                    mem_type=rxq.mem.type, mem_id=rxq.mem.id)
+        xdp_rxq_info_unreg(rxq, warns=warns, trace=trace)
     rxq.dev = dev
     rxq.queue_index = queue_index
     rxq.mem = XdpMemInfo()
@@ -92,6 +101,36 @@ def xdp_rxq_info_reg(
     emit(trace, "XDP-MEM-005", "rxq registered", ifindex=dev.ifindex, queue=queue_index,
          frag_size=frag_size)
     return 0
+
+
+def xdp_rxq_info_unreg(
+    rxq: XdpRxqInfo, *, warns: list[KernelWarn] | None = None, trace: Trace | None = None
+) -> XdpMemInfo | None:
+    """``xdp_rxq_info_unreg`` (XDP-MEM-005; re-registration runs it on a registered queue).
+
+    A queue marked unused is left alone.  Otherwise the memory model of a registered queue
+    is reset to type 0, id 0 (``xdp_unreg_mem_model``); a queue that is not registered
+    keeps it and the kernel WARNs ("Missing register, driver bug", reported in ``warns``).
+    Either way the queue ends UNREGISTERED with no device.  Returns the memory model that
+    was dropped when it had an allocator id (for ``MEM_TYPE_PAGE_POOL`` the kernel then
+    destroys that page_pool, ``page_pool_destroy``; the model only reports it), else None.
+    """
+    if rxq.reg_state == RegState.UNUSED:
+        return None
+    dropped: XdpMemInfo | None = None
+    if rxq.reg_state != RegState.REGISTERED:
+        kernel_warn(warns, trace, rule="XDP-MEM-005", function="xdp_rxq_info_unreg_mem_model",
+                    message="Missing register, driver bug")
+    else:
+        dropped = attrs.evolve(rxq.mem) if rxq.mem.id else None
+        rxq.mem = XdpMemInfo()
+    rxq.reg_state = RegState.UNREGISTERED
+    rxq.dev = None
+    if dropped is not None:
+        emit(trace, "XDP-MEM-005", "memory model dropped on unregister",
+             mem_type=dropped.type, mem_id=dropped.id,
+             page_pool_destroyed=dropped.type == MemType.MEM_TYPE_PAGE_POOL)
+    return dropped
 
 
 def xdp_rxq_info_unused(rxq: XdpRxqInfo) -> None:
@@ -106,16 +145,20 @@ def xdp_rxq_info_reg_mem_model(
     *,
     mem_id: int = 1,
     page_pool_compiled_in: bool = True,
+    warns: list[KernelWarn] | None = None,
     trace: Trace | None = None,
 ) -> int:
     """``xdp_rxq_info_reg_mem_model`` (XDP-MEM-006).
 
     Returns 0 or a negative errno.  ``mem_id`` stands in for the id the kernel's cyclic
     IDA would hand out for an allocator (a model convention; the IDA is not modelled).
+    An unregistered queue is the kernel's WARN case: reported in ``warns``, -EFAULT, the
+    queue untouched.
     """
     if rxq.reg_state != RegState.REGISTERED:
-        raise StateViolation("Missing register, driver bug (-EFAULT)", obj="xdp_rxq_info",
-                             rule="XDP-MEM-006")
+        kernel_warn(warns, trace, rule="XDP-MEM-006", function="xdp_rxq_info_reg_mem_model",
+                    message="Missing register, driver bug", ret=-errno.EFAULT)
+        return -errno.EFAULT
     supported = (page_pool_compiled_in if mem_type == MemType.MEM_TYPE_PAGE_POOL
                  else 0 <= mem_type < MemType.MEM_TYPE_MAX)
     if not supported:

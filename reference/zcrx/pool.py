@@ -13,12 +13,22 @@ hooks, with the same names, bounds and order.  The pool never calls the page all
 Recycling: a niov whose last pool reference goes goes into the alloc cache only when the
 caller may recycle directly and the cache has room; otherwise into the ptr_ring; a full
 ring returns it to the provider (``release_netmem``), which counts as a release.  Puts
-from the stack (skb frees in the recv path, io_zcrx_return_niov) are not direct.
+from the stack (skb frees in the recv path, io_zcrx_return_niov) are not direct.  (For the
+skb frees that is a model convention: the kernel frees them through
+``skb_attempt_defer_free`` and may promote the put to direct with
+``page_pool_napi_local`` depending on CPU placement, ZCRX-MP-005.)
+
+The ptr_ring is the same ``struct ptr_ring`` a page-backed pool has (``page_pool_init``
+sizes it, ``page_pool_recycle_in_ring`` produces into it, ``page_pool_refill_alloc_cache``
+consumes from it; a provider changes none of that), so it is modelled slot for slot with
+:class:`~reference.page_pool.ptr_ring.PtrRing`: consumed slots are freed only a batch at a
+time (PP-RING-002), and a put can find the ring full with fewer than ``size`` unread
+entries.  Read in Debian linux-source-7.3 (7.3.4): ``net/core/page_pool.c`` lines 260,
+383-417 and 793-805, ``include/linux/ptr_ring.h`` lines 287-335 and 509-516.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Protocol
 
 from reference.errors import StateViolation
@@ -28,6 +38,7 @@ from reference.page_pool.constants import (
     PP_ALLOC_CACHE_SIZE,
     PP_RING_DEFAULT_SIZE,
 )
+from reference.page_pool.ptr_ring import PtrRing
 from reference.trace import Trace, emit
 
 from .area import Niov
@@ -50,7 +61,8 @@ class ZcPagePool:
         self.provider = provider
         self.order = order
         self.cache: list[Niov] = []
-        self.ring: deque[Niov] = deque()
+        #: ``pool->ring``: batched slot release as for a page-backed pool (PP-RING-002).
+        self.ring: PtrRing[Niov] = PtrRing(ring_size)
         self.ring_size = ring_size
         self.pages_state_hold_cnt = 0
         self.pages_state_release_cnt = 0
@@ -86,9 +98,12 @@ class ZcPagePool:
         if self.cache:
             self.alloc_fast += 1
             niov = self.cache.pop()
-        elif self.ring:
-            while self.ring and len(self.cache) < PP_ALLOC_CACHE_REFILL:
-                self.cache.append(self.ring.popleft())
+        elif not self.ring.empty():
+            while len(self.cache) < PP_ALLOC_CACHE_REFILL:
+                got_ring = self.ring.consume()
+                if got_ring is None:
+                    break
+                self.cache.append(got_ring)
             self.alloc_refill += 1
             emit(self.trace, "ZCRX-MP-002", "alloc cache refilled from the ptr_ring",
                  pool=self.pool_id, got=len(self.cache))
@@ -149,9 +164,10 @@ class ZcPagePool:
         elif allow_direct and len(self.cache) < PP_ALLOC_CACHE_SIZE:
             self.recycle_cached += 1
             self.cache.append(niov)
-        elif len(self.ring) < self.ring_size:
+        elif self.ring.produce(niov):
+            # page_pool_recycle_in_ring: only into an empty slot; slots the consumer has
+            # read but not yet released still count as taken (PP-RING-002).
             self.recycle_ring += 1
-            self.ring.append(niov)
         else:
             self.return_netmem(niov)
 
@@ -166,10 +182,12 @@ class ZcPagePool:
         niov in the cache and the ring goes back to the provider; niovs still out come back
         through :meth:`put_unrefed` later."""
         self.detached = True
-        for niov in [*self.cache, *self.ring]:
+        for niov in self.cache:
             self.return_netmem(niov)
         self.cache.clear()
-        self.ring.clear()
+        # page_pool_empty_ring: consume every unread entry, oldest first.
+        while (niov_ring := self.ring.consume()) is not None:
+            self.return_netmem(niov_ring)
 
     def _own(self, niov: Niov) -> None:
         if niov.pp is not self:
@@ -178,17 +196,24 @@ class ZcPagePool:
 
 
 def pp_zc_init_check(*, order: int, niov_shift: int, page_shift: int, dma_map: bool = True,
-                     dma_dir: int = DMA_FROM_DEVICE, same_dev: bool = True) -> tuple[int, str]:
-    """``io_pp_zc_init`` (ZCRX-MP-001): the checks on the driver's pool, in order.
+                     dma_sync: bool = True, dma_dir: int = DMA_FROM_DEVICE,
+                     same_dev: bool = True) -> tuple[int, str]:
+    """``page_pool_init`` then ``io_pp_zc_init`` (ZCRX-MP-001): the checks on the
+    driver's pool, in order.
 
-    Returns ``(0, rule)`` or ``(-errno, rule)``.
+    ``page_pool_init`` refuses a provider-backed pool that does not both DMA-map
+    (``PP_FLAG_DMA_MAP``) and sync for the device (``PP_FLAG_DMA_SYNC_DEV``) with
+    -EOPNOTSUPP before it calls the provider's ``init`` (Debian linux-source-7.3
+    ``net/core/page_pool.c`` 282-286; the same check in 6.12's 288-292), so the provider's
+    own ``dma_map`` test (a WARN) is never reached.  Returns ``(0, rule)`` or
+    ``(-errno, rule)``.
     """
     import errno
 
+    if not dma_map or not dma_sync:
+        return -errno.EOPNOTSUPP, "ZCRX-MP-001"
     if not same_dev:
         return -errno.EINVAL, "ZCRX-MP-001"
-    if not dma_map:
-        return -errno.EOPNOTSUPP, "ZCRX-MP-001"
     if order + page_shift != niov_shift:
         return -errno.EINVAL, "ZCRX-MP-001"
     if dma_dir != DMA_FROM_DEVICE:

@@ -263,8 +263,9 @@ class Receiver:
         return RecvResult(copied, requeue, tuple(self.cq.posted[before:]), self._nr_skbs)
 
     def free_skb(self, skb: Skb) -> None:
-        """The stack frees a consumed skb: each niov frag drops its pool reference (a put
-        from process context, never direct)."""
+        """The stack frees a consumed skb: each niov frag drops its pool reference, not
+        directly (ZCRX-MP-005: a model convention; the kernel's ``skb_attempt_defer_free``
+        may make it direct on the NAPI's CPU)."""
         for frag in skb.frags:
             niov = frag.niov
             if niov is not None and niov.pp is not None:

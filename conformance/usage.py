@@ -1,0 +1,107 @@
+"""Checking what a user typed before anything runs.
+
+A user's mistake costs one line and exit status 2, before the suite starts: the line
+names the option, the value and what is wrong.  Nothing is half-run and no file is
+half-written because of a typo.  These checks are the command line's; structured input
+(configs, programs, events, scenarios) is checked by the schemas in
+``conformance/schemas/`` (:mod:`conformance.validate`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+from pathlib import Path
+
+
+class UsageError(Exception):
+    """A mistake in what the user asked for: printed as one line, exit status 2."""
+
+
+class TargetUnavailableError(UsageError):
+    """The target cannot run at all: one line, exit status 2, no rule verdicts."""
+
+
+def check_timeout(value: float) -> None:
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(f"--timeout {value!r}: must be a number of seconds > 0")
+
+
+def check_output_file(option: str, path: Path | None) -> None:
+    """A file the run will write: its directory must exist and it must not be a directory.
+
+    An existing file is replaced when the run ends (atomically, never half-written).
+    """
+    if path is None:
+        return
+    if path.is_dir():
+        raise UsageError(f"{option} {path}: is a directory, not a file")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"{option} {path}: directory {parent} does not exist")
+
+
+def check_output_dir(option: str, path: Path | None) -> None:
+    """A directory the run will fill: it may not exist yet, but its parent must, and it
+    must not be an existing file."""
+    if path is None:
+        return
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{option} {path}: exists and is not a directory")
+    parent = path.resolve().parent
+    if not parent.is_dir():
+        raise UsageError(f"{option} {path}: directory {parent} does not exist")
+
+
+def check_numprocesses(value: str | None) -> None:
+    if value is None:
+        return
+    if importlib.util.find_spec("xdist") is None:
+        raise UsageError(f"-n {value}: parallel runs need pytest-xdist "
+                         "(pip install pytest-xdist, or install rx-oracle[dev])")
+    if value != "auto" and not (value.isdigit() and int(value) >= 1):
+        raise UsageError(f"-n {value!r}: use a number of processes >= 1, or 'auto'")
+
+
+def check_target(spec: str, timeout: float) -> None:
+    """The target spec parses, and a target that is cheap to start does start.
+
+    Live targets (veth, tun, iface) are only checked for their prerequisites here; they
+    build their namespaces once, inside the run.
+    """
+    from conformance.targets.base import (
+        TargetError,
+        TargetSpecError,
+        load_target,
+        parse_target_spec,
+    )
+
+    try:
+        parsed = parse_target_spec(spec)
+    except TargetSpecError as exc:
+        raise UsageError(str(exc)) from None
+    if parsed.kind in ("veth", "tun", "iface"):
+        from conformance.live import env
+
+        reason = env.missing()
+        if reason:
+            raise TargetUnavailableError(f"target error: {spec}: {reason}")
+        return
+    try:
+        load_target(spec, timeout=timeout).close()
+    except TargetError as exc:
+        raise TargetUnavailableError(f"target error: {exc}") from None
+
+
+
+def check_suite_options(args: argparse.Namespace) -> None:
+    """Every option of ``conformance`` and ``fixtures verify``, before pytest starts."""
+    check_timeout(args.timeout)
+    check_numprocesses(args.numprocesses)
+    check_output_file("--report", args.report)
+    check_output_file("--junitxml", args.junitxml)
+    check_output_dir("--save-failures", args.save_failures)
+    if args.database is not None and args.database.exists() and not args.database.is_dir():
+        raise UsageError(f"--database {args.database}: exists and is not a directory")
+    check_target(args.target, args.timeout)
