@@ -31,13 +31,17 @@ ip link set eth0 up
 bpftool net attach tcx_ingress pinned $P/rxo_ctl dev eth0 || echo "RXO-FAIL control attach"
 dmesg -n 1
 
+# Shell builtins only in the loops below: every fork of busybox costs milliseconds on
+# the emulated CPU.
 # rxo_carrier: until the PHY reports the link (or 4 s).
 rxo_carrier() {
 	n=0
-	while [ "$(cat /sys/class/net/eth0/carrier 2>/dev/null)" != 1 ] && [ $n -lt 400 ]; do
+	while :; do
+		read -r c < /sys/class/net/eth0/carrier 2>/dev/null
+		[ "$c" = 1 ] && return 0
+		[ $n -ge 400 ] && return 1
 		sleep 0.01; n=$((n + 1))
 	done
-	[ "$(cat /sys/class/net/eth0/carrier)" = 1 ]
 }
 
 # rxo_reset XDP CSUM VLAN: program off, down, rx checksum and VLAN stripping on/off (not
@@ -60,17 +64,20 @@ rxo_reset() {
 }
 
 rxo_netdev() {
-	for f in $S/*; do echo "RXO-NETDEV ${f##*/} $(cat $f)"; done
+	for f in $S/*; do read -r v < "$f"; echo "RXO-NETDEV ${f##*/} $v"; done
 }
 
+# rxo_seen: SEEN = rx_packets + rx_errors.
 rxo_seen() {
-	echo $(($(cat $S/rx_packets) + $(cat $S/rx_errors)))
+	read -r a < $S/rx_packets
+	read -r b < $S/rx_errors
+	SEEN=$((a + b))
 }
 
 # rxo_wait N BASE: until rx_packets + rx_errors reach BASE + N (or 3 s), then settle.
 rxo_wait() {
 	n=0
-	while [ "$(rxo_seen)" -lt $(($2 + $1)) ] && [ $n -lt 300 ]; do
+	while rxo_seen && [ $SEEN -lt $(($2 + $1)) ] && [ $n -lt 300 ]; do
 		sleep 0.01; n=$((n + 1))
 	done
 	sleep 0.05
@@ -122,9 +129,9 @@ rxo_do() {
 	1)
 		rxo_reset "$CXDP" "$(onoff "$CCSUM")" "$(onoff "$CVLAN")" || return
 		rxo_netdev
-		base=$(rxo_seen)
+		rxo_seen
 		echo "RXO-ARMED $CSEQ"
-		rxo_wait "$CN" "$base"
+		rxo_wait "$CN" "$SEEN"
 		if [ "$CXDP" = 1 ]; then rxo_dump "$CN"; else rxo_dump 0; fi
 		;;
 	2) rxo_reset "$CXDP" "$(onoff "$CCSUM")" "$(onoff "$CVLAN")" && rxo_netdev ;;
@@ -150,6 +157,6 @@ while :; do
 		rxo_do
 		echo "RXO-ACK $CSEQ $?"
 	else
-		sleep 0.03
+		sleep 0.01
 	fi
 done
