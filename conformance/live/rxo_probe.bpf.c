@@ -223,6 +223,11 @@ int rxo_probe(struct xdp_md *ctx)
 	if (!r)
 		return XDP_PASS;
 	r->seq = seq;
+#ifdef RXO_GUEST
+	/* The length the program was given: the host matches records to frames by it, as
+	 * a frame the driver drops as an error never reaches the program. */
+	r->pad = (long)ctx->data_end - (long)ctx->data;
+#endif
 
 	for (i = 0; i < RXO_MAX_OPS; i++) {
 		struct rxo_op *op = &p->ops[i];
