@@ -109,9 +109,10 @@ struct rxo_ctl_head {
 };
 
 /* What the guest's shell does next (init.sh reads it with bpftool): a new `seq` is a new
- * command; `op`, frame count and the configuration the scenario runs under. */
+ * command; `op`, frame count, the configuration the scenario runs under, and how many
+ * 16-byte lines of each record the dump prints (what the longest op list fills). */
 struct rxo_cmd {
-	__u32 seq, op, nframes, xdp, rx_csum, vlan_rx, pad0, pad1;
+	__u32 seq, op, nframes, xdp, rx_csum, vlan_rx, record_lines, pad;
 };
 
 struct {

@@ -133,7 +133,7 @@ class QemuFecTarget:
 
     def run(self, scenario: Scenario) -> dict[str, Any]:
         from conformance.live.probe import ProbeError, decode_record, encode_program
-        from conformance.live.qemu_fec.guest import RUN, GuestError
+        from conformance.live.qemu_fec.guest import OP_RECORD, RECORD_HEAD, RUN, GuestError
 
         reason = self.supports(scenario)
         if reason:
@@ -152,7 +152,8 @@ class QemuFecTarget:
                             rx_csum=None if legacy else bool(cfg["rx_csum"]),
                             vlan_rx=None if legacy else bool(cfg["vlan_rx"]),
                             programs=[encode_program(ops) for ops in programs] if xdp else (),
-                            frames=frames)
+                            frames=frames, record_bytes=RECORD_HEAD + OP_RECORD * max(
+                                (len(ops) for ops in programs), default=0))
             wire = g.receive(0, timeout=0.3, grace=0.1)
         except (GuestError, ProbeError) as exc:
             raise TargetError(f"{self.name}: {exc}") from exc

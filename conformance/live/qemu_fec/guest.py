@@ -56,6 +56,9 @@ CTL_PROG, CTL_CMD = 1, 2
 #: Commands (``struct rxo_cmd``'s ``op``, ``init.sh``'s ``rxo_do``).
 RUN, RESET, DUMP, INFO = 1, 2, 3, 4
 RESEND_AFTER = 3.0
+#: ``struct rxo_rec`` of the guest probe: 32 bytes of head, 16 op records of 40 bytes (no
+#: metadata or packet bytes: RXO_META_CAP and RXO_DATA_CAP are 0).
+RECORD_HEAD, OP_RECORD, RECORD_SIZE = 32, 40, 32 + 16 * 40
 _ETH_HEAD = bytes.fromhex(GUEST_MAC.replace(":", "") + HOST_MAC.replace(":", ""))
 _CTL_HEAD = struct.Struct("<4I")
 
@@ -70,10 +73,11 @@ class Command:
     xdp: int
     rx_csum: int  # 0 off, 1 on, 2 leave alone
     vlan_rx: int
+    record_lines: int  # of each record, the dump prints this many lines of 16 bytes
 
     def pack(self) -> bytes:
         return struct.pack("<8I", self.seq, self.op, self.nframes, self.xdp, self.rx_csum,
-                           self.vlan_rx, 0, 0)
+                           self.vlan_rx, self.record_lines, 0)
 
 
 def _tristate(value: bool | None) -> int:
@@ -205,18 +209,20 @@ class Guest:
     def control(self, op: int, *, nframes: int = 0, xdp: bool = False,
                 rx_csum: bool | None = None, vlan_rx: bool | None = None,
                 programs: Sequence[bytes] = (), frames: Sequence[bytes] = (),
-                timeout: float = 60.0) -> list[str]:
+                record_bytes: int = RECORD_SIZE, timeout: float = 60.0) -> list[str]:
         """Send command ``op`` (:data:`RUN`, :data:`RESET`, :data:`DUMP`, :data:`INFO`) as
         control frames and return the guest's console lines up to its ``RXO-ACK``.
 
-        ``programs`` (one ``struct rxo_prog`` per packet) travel ahead of the command.  For
+        ``programs`` (one ``struct rxo_prog`` per packet) travel ahead of the command; a
+        dump prints the first ``record_bytes`` of each probe record.  For
         :data:`RUN`, ``frames`` are sent once the guest says ``RXO-ARMED`` (the device was
         just reopened).  The control frames are sent again while the guest has not begun
         the command (a frame can be lost while the previous scenario's ring is busy); once
         it has begun they are not, as a late copy would be counted by the new device."""
         self._seq += 1
         seq = self._seq
-        cmd = Command(seq, op, nframes, int(xdp), _tristate(rx_csum), _tristate(vlan_rx))
+        cmd = Command(seq, op, nframes, int(xdp), _tristate(rx_csum), _tristate(vlan_rx),
+                      -(-min(record_bytes, RECORD_SIZE) // 16))
         control = self._control_frames(cmd, programs)
         out: list[str] = []
         begun = False

@@ -83,8 +83,9 @@ rxo_wait() {
 	sleep 0.05
 }
 
-# rxo_dump N: the probe's first N records (one bpftool for all), its packet counter,
-# ethtool -S and the netdev counters.
+# rxo_dump N LINES: the probe's first N records (one bpftool for all; of each value only
+# its first LINES lines of 16 bytes, what the scenario's longest op list can have
+# written), its packet counter, ethtool -S and the netdev counters.
 rxo_dump() {
 	: > /tmp/batch
 	i=0
@@ -93,9 +94,15 @@ rxo_dump() {
 			$((i & 255)) $((i >> 8 & 255)) >> /tmp/batch
 		i=$((i + 1))
 	done
-	echo "map lookup pinned $M/seqmap key hex 00 00 00 00" >> /tmp/batch
 	echo "RXO-RECORDS"
-	bpftool batch file /tmp/batch
+	if [ "$1" -gt 0 ]; then
+		bpftool batch file /tmp/batch | awk -v max="${2:-42}" '
+			/^key:/ { skip = 1; next }
+			skip { skip = 0; next }
+			/^value:/ { n = 0; print; next }
+			{ if (n < max) print; n++ }'
+	fi
+	bpftool map lookup pinned $M/seqmap key hex 00 00 00 00
 	echo "RXO-END-RECORDS"
 	ethtool -S eth0 | sed -n 's/^ *\([a-z0-9_]*\): \([0-9]*\)$/RXO-ETHTOOL \1 \2/p'
 	rxo_netdev
@@ -113,7 +120,8 @@ rxo_cmd() {
 	CN=$((0x$4$3$2$1)); shift 4
 	CXDP=$((0x$4$3$2$1)); shift 4
 	CCSUM=$((0x$4$3$2$1)); shift 4
-	CVLAN=$((0x$4$3$2$1))
+	CVLAN=$((0x$4$3$2$1)); shift 4
+	CLINES=$((0x$4$3$2$1))
 }
 
 onoff() {
@@ -132,10 +140,10 @@ rxo_do() {
 		rxo_seen
 		echo "RXO-ARMED $CSEQ"
 		rxo_wait "$CN" "$SEEN"
-		if [ "$CXDP" = 1 ]; then rxo_dump "$CN"; else rxo_dump 0; fi
+		if [ "$CXDP" = 1 ]; then rxo_dump "$CN" "$CLINES"; else rxo_dump 0; fi
 		;;
 	2) rxo_reset "$CXDP" "$(onoff "$CCSUM")" "$(onoff "$CVLAN")" && rxo_netdev ;;
-	3) rxo_dump "$CN" ;;
+	3) rxo_dump "$CN" "$CLINES" ;;
 	4)
 		echo "RXO-INFO driver $(basename "$(readlink /sys/class/net/eth0/device/driver)")"
 		echo "RXO-INFO kernel $(uname -r)"
