@@ -83,24 +83,18 @@ rxo_wait() {
 	sleep 0.05
 }
 
-# rxo_dump N LINES: the probe's first N records (one bpftool for all; of each value only
-# its first LINES lines of 16 bytes, what the scenario's longest op list can have
+# rxo_dump N LINES: the probe's first N records (one map dump, in key order; of each value
+# only its first LINES lines of 16 bytes, what the scenario's longest op list can have
 # written), its packet counter, ethtool -S and the netdev counters.
 rxo_dump() {
-	: > /tmp/batch
-	i=0
-	while [ $i -lt "$1" ]; do
-		printf 'map lookup pinned %s/records key hex %02x %02x 00 00\n' $M \
-			$((i & 255)) $((i >> 8 & 255)) >> /tmp/batch
-		i=$((i + 1))
-	done
 	echo "RXO-RECORDS"
 	if [ "$1" -gt 0 ]; then
-		bpftool batch file /tmp/batch | awk -v max="${2:-42}" '
-			/^key:/ { skip = 1; next }
+		bpftool map dump pinned $M/records | awk -v want="$1" -v max="${2:-42}" '
+			/^key:/ { e++; skip = 1; next }
 			skip { skip = 0; next }
+			e > want { exit }
 			/^value:/ { n = 0; print; next }
-			{ if (n < max) print; n++ }'
+			/^[0-9a-f][0-9a-f] / { if (n < max) print; n++ }'
 	fi
 	bpftool map lookup pinned $M/seqmap key hex 00 00 00 00
 	echo "RXO-END-RECORDS"
