@@ -1,25 +1,34 @@
 """The real fec driver: Debian's armhf kernel on QEMU's i.MX6Q SabreLite (``--target
-qemu-fec``, ``qemu-fec:sabrelite``, ``qemu-fec:sabrelite-legacy``).
+qemu-fec``, ``qemu-fec:sabrelite``: extended descriptors and RACC, the board's own
+``fsl,imx6q-fec``; ``qemu-fec:sabrelite-legacy``: the device tree patched to
+``fsl,imx27-fec``, legacy descriptors, no RACC, no checksum or VLAN offload).
 
-One guest boots per run (:mod:`conformance.live.qemu_fec`) and runs every scenario: before
-each one the interface goes down (``fec_enet_close`` frees the ring, the page_pool and
-the per-queue XDP counters), the probe is attached or detached while it is down, the RX
-checksum and VLAN features are set, and the interface comes up again (``fec_enet_open``
-builds a new ring and pool), which is the fresh device the fec component's reference
-starts from.  Frames go in through QEMU's datagram netdev; the probe records each XDP
-run; frames the MAC sends come back on the same socket.
+One guest boots per run (:mod:`conformance.live.qemu_fec`, ~7-25 s) and runs every
+scenario (~1 s each): the scenario's op lists and a RUN command go to the guest as control
+frames on the NIC itself (the console only carries the guest's output, see
+:mod:`conformance.live.qemu_fec.guest`); the guest takes the interface down
+(``fec_enet_close`` frees the ring, the page_pool and the per-queue XDP counters),
+attaches or detaches the probe, sets the RX checksum and VLAN features, brings it up
+(``fec_enet_open`` builds a new ring and pool: the fresh device the fec component's
+reference starts from), says ARMED, and the host injects the frames through QEMU's
+datagram netdev.  Frames the MAC sends come back on the same socket.  Frames the driver
+hands to the stack are dropped at tcx ingress by the probe object's control program, so
+no protocol answers them and the stack adds no drops of its own to ``rx_dropped``.
 
 Observables (PROTOCOL.md, component ``fec``): ``packets[*].verdict`` and
-``packets[*].ops`` (the probe's records), ``wire`` (frames back at the host),
-``counters`` (the netdev counters, as deltas over the scenario), ``ethtool`` (the XDP and
-page_pool strings of ``ethtool -S``; absolute, as the device was just opened).  Everything
-else is declared not reported, so it shows as "not checked": descriptor contents and ring
-slots, skbs (QEMU writes no checksum or VLAN status), page_pool internals,
+``packets[*].ops`` (the probe's records, paired with frames by the length each XDP run
+started with: a frame the driver takes as an error has none), ``wire`` (frames back at
+the host), ``counters`` (the netdev counters, as deltas over the scenario; on the RACC
+board without ``rx_bytes``, see :func:`reports`), ``ethtool`` (the XDP and page_pool
+strings of ``ethtool -S``; absolute, as the device was just opened).  Everything else is
+null and declared not reported, so it shows as "not checked": descriptor contents and
+ring slots, skbs (QEMU writes no checksum or VLAN status), page_pool internals,
 conservation, TX completions and ndo_xdp_xmit.
 
 A scenario the board cannot reproduce (another byte order, ring size, descriptor kind,
-injected faults, forced allocation failures, restarts) is "not applicable"
-(:meth:`QemuFecTarget.supports`).
+injected faults, forced allocation failures, restarts, kfunc calls, more than 64 frames)
+is "not applicable" (:meth:`QemuFecTarget.supports`); ``fec.board_scenarios`` draws the
+ones it can.
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from conformance.live.qemu_fec.guest import CTL_MAGIC, CTL_PROTO
 from conformance.scenario import Scenario
 from conformance.targets.base import Capabilities, NotApplicable, TargetError, TargetUnavailable
 from reference.fec.counters import NetStats
-from reference.fec.state import RX_RING_SIZE, TX_RING_SIZE
+from reference.fec.state import FCS_LEN, PKT_MAXBUF_SIZE, RX_RING_SIZE, TX_RING_SIZE
 from reference.xdp.actions import ACTION_NAMES, XdpAction
 
 REPORTS = ("packets[*].verdict", "packets[*].ops*", "wire*", "counters.*", "ethtool.*")
@@ -122,6 +131,9 @@ class QemuFecTarget:
                     return (f"{self.name}: the guest kernel has no BTF, so a program calling "
                             "a kfunc cannot load")
         for frame in scenario.frames:
+            if not self.fixed.get("bufdesc_ex") and len(frame) + FCS_LEN > PKT_MAXBUF_SIZE:
+                return (f"{self.name}: QEMU 7.2's ENET with legacy descriptors dies (SIGSEGV, "
+                        f"seen) on a frame longer than FTRL ({PKT_MAXBUF_SIZE} bytes with FCS)")
             if is_control_frame(frame):
                 return (f"{self.name}: a frame of EtherType 0x{CTL_PROTO:04x} with the control "
                         "magic is the host's control channel, not a scenario frame")

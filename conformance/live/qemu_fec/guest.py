@@ -177,6 +177,17 @@ class Guest:
                 self.lines.put(line)
         self.lines.put(None)
 
+    def _exit(self) -> str:
+        """QEMU's exit status and last words, once its console has closed."""
+        if self.proc is None:
+            return ""
+        try:
+            status = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return " (its console closed; the process is still running)"
+        said = self.proc.stdout.read().decode(errors="replace") if self.proc.stdout else ""
+        return f" with status {status}: {said.strip()[-1500:]}"
+
     def tail(self, n: int = 25) -> str:
         return "\n".join(self.log[-n:])
 
@@ -191,8 +202,7 @@ class Guest:
                 raise GuestError(f"guest {what}: no answer in {timeout:.0f} s\n"
                                  f"{self.tail()}") from None
             if line is None:
-                raise GuestError(f"guest {what}: QEMU exited "
-                                 f"({self.proc.poll() if self.proc else '?'})\n{self.tail()}")
+                raise GuestError(f"guest {what}: QEMU exited{self._exit()}\n{self.tail()}")
             out.append(line)
             if done(line):
                 return out
@@ -241,8 +251,8 @@ class Guest:
             except queue.Empty:
                 continue
             if line is None:
-                raise GuestError(f"guest command {seq}: QEMU exited "
-                                 f"({self.proc.poll() if self.proc else '?'})\n{self.tail()}")
+                raise GuestError(f"guest command {seq}: QEMU exited{self._exit()}\n"
+                                 f"{self.tail()}")
             if line == f"RXO-BEGIN {seq}":
                 begun = True
                 continue
