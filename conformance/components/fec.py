@@ -460,3 +460,46 @@ def scenarios(draw: st.DrawFn, *, drops: bool = False) -> Scenario:
     return Scenario(component="fec", config=config, frames=tuple(frames),
                     events=tuple(events), program=program,
                     rules=("FEC-RX-005", "FEC-XDP-002", "FEC-XDP-005", "FEC-RX-015"))
+
+
+# --- one SoC's scenarios ------------------------------------------------------------------
+
+#: What an SoC fixes in the fec config: the quirks ``fec_devtype`` gives the compatible its
+#: device tree names (fec_main.c), and the ring sizes the driver compiles in (fec.h).  A
+#: target bound to a real driver reports its own (``fixed_config``); the reference runs
+#: these too.
+IMX6Q: Mapping[str, Any] = {"byte_order": "little", "bufdesc_ex": True, "racc": True,
+                            "rx_ring_size": 256, "tx_ring_size": 1024,
+                            "xdp_tx_frame": False, "redirect_ok": False}
+#: ``fsl,imx27-fec``: legacy descriptors, no RACC, no checksum or VLAN offload.
+IMX27: Mapping[str, Any] = {"byte_order": "little", "bufdesc_ex": False, "racc": False,
+                            "rx_csum": False, "vlan_rx": False,
+                            "rx_ring_size": 256, "tx_ring_size": 1024,
+                            "xdp_tx_frame": False, "redirect_ok": False}
+
+
+@st.composite
+def board_scenarios(draw: st.DrawFn, fixed: Mapping[str, Any] = IMX6Q) -> Scenario:
+    """Scenarios one SoC's driver can really run: the ``fixed`` config (its quirks, its
+    full-size rings), the offloads it lets user space toggle, frames that fit a buffer,
+    the xdp component's op lists without kfuncs, and the device left to itself (the
+    default events: no faults, forced allocation failures or restarts).
+
+    :func:`scenarios` draws what the model can reach (both byte orders, small rings,
+    faults); a real or emulated MAC reproduces only this subset, which these draw whole
+    instead of leaving every generic example not applicable."""
+    frames = draw(st.lists(ethernet_frames(), min_size=1, max_size=8))
+    config: dict[str, Any] = {"rx_csum": draw(st.booleans()), "vlan_rx": draw(st.booleans()),
+                              **fixed}
+    program: tuple[dict[str, Any], ...] | None = None
+    per_packet: dict[int, tuple[dict[str, Any], ...]] = {}
+    kind = draw(st.sampled_from(["none", "one", "one", "per_packet"]))
+    if kind == "one":
+        program = tuple(draw(op_lists(kfuncs=False)))
+    elif kind == "per_packet":
+        program = ({"op": "return", "action": 2},)
+        per_packet = {i: tuple(draw(op_lists(kfuncs=False))) for i in range(len(frames))
+                      if draw(st.booleans())}
+    return Scenario(component="fec", config=config, frames=tuple(frames), program=program,
+                    per_packet_programs=per_packet,
+                    rules=("FEC-RX-005", "FEC-XDP-001", "FEC-XDP-005", "FEC-STATS-003"))

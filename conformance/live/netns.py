@@ -16,7 +16,7 @@ import re
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 
 PREFIX = "rxo"
@@ -28,6 +28,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _lock = threading.Lock()
 _owned: list[str] = []
 _installed = False
+_hooks: list[Callable[[], None]] = []
 
 
 def name_for(letter: str, pid: int | None = None) -> str:
@@ -71,8 +72,17 @@ def delete(name: str) -> None:
     subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
 
 
+def on_cleanup(hook: Callable[[], None]) -> None:
+    """Run ``hook`` first whenever :func:`cleanup` runs (for processes living in the
+    namespaces, which must be gone before them)."""
+    if hook not in _hooks:
+        _hooks.append(hook)
+
+
 def cleanup() -> None:
-    """Delete every namespace this process still owns."""
+    """Run the clean-up hooks, then delete every namespace this process still owns."""
+    for hook in list(_hooks):
+        hook()
     with _lock:
         names = list(_owned)
     for name in names:
@@ -88,7 +98,7 @@ def leftovers() -> list[str]:
     dead = []
     for entry in entries:
         match = _NAME.match(entry)
-        if match and not _alive(int(match.group(1))):
+        if match and not alive(int(match.group(1))):
             dead.append(entry)
     return sorted(dead)
 
@@ -101,7 +111,8 @@ def sweep() -> list[str]:
     return dead
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

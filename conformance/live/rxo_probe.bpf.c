@@ -6,14 +6,40 @@
  * rc and outputs, the action, and the bytes/lengths after the program.  Each metadata
  * kfunc is called twice with different sentinels in its outputs so user space can tell
  * an output the driver wrote from one it left alone (KFUNC-API-005).
+ *
+ * RXO_GUEST builds the variant a guest loads with bpftool (conformance/live/qemu_fec):
+ * UAPI headers instead of a vmlinux.h (the guest's kernel is not the host's), records in
+ * an array map whose values carry no BTF type (bpftool prints them as plain bytes), the
+ * probe program alone, and capture sizes given on the command line.  RXO_NO_KFUNCS leaves
+ * the metadata kfuncs out: a program calling one cannot load on a kernel without BTF
+ * (Debian's armhf kernels have none).
+ *
+ * The guest variant also carries the host's control channel (the emulated serial console
+ * loses input, see conformance/live/qemu_fec/guest.py): frames of EtherType RXO_CTL_PROTO
+ * are not scenario frames.  The XDP probe passes them on without counting them, and
+ * rxo_ctl, attached at tcx ingress (so it sees them with or without an XDP program),
+ * copies their payload into `progs` (a packet's op list) or `ctrl` (the command the
+ * guest's shell polls for) and drops them.
  */
+#ifdef RXO_GUEST
+#include <linux/bpf.h>
+#include <linux/types.h>
+enum xdp_rss_hash_type { XDP_RSS_TYPE_NONE = 0 };
+#else
 #include "vmlinux.h"
+#endif
 #include <bpf/bpf_helpers.h>
 
 #define RXO_MAX_OPS 16
+#ifndef RXO_MAX_PKTS
 #define RXO_MAX_PKTS 1024
+#endif
+#ifndef RXO_DATA_CAP
 #define RXO_DATA_CAP 3584
+#endif
+#ifndef RXO_META_CAP
 #define RXO_META_CAP 256
+#endif
 
 enum {
 	RXO_OP_END = 0, RXO_OP_ADJ_HEAD, RXO_OP_ADJ_META, RXO_OP_ADJ_TAIL, RXO_OP_WRITE,
@@ -61,16 +87,54 @@ struct {
 	__type(value, __u32);
 } seqmap SEC(".maps");
 
+#ifdef RXO_GUEST
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RXO_MAX_PKTS);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct rxo_rec));
+} records SEC(".maps");
+
+/* IEEE 802 "local experimental" EtherType 1; control frames go between the run's MACs. */
+#define RXO_CTL_PROTO 0x88b5
+#define RXO_CTL_MAGIC 0x43584f52 /* "ROXC" read as a little-endian u32 */
+#define RXO_ETH_HLEN 14
+
+enum { RXO_CTL_PROG = 1, RXO_CTL_CMD = 2 };
+
+/* After the Ethernet header: this head, then a struct rxo_prog (PROG: packet `index`'s
+ * op list) or a struct rxo_cmd (CMD).  All little-endian, as the guest is. */
+struct rxo_ctl_head {
+	__u32 magic, kind, index, pad;
+};
+
+/* What the guest's shell does next (init.sh reads it with bpftool): a new `seq` is a new
+ * command; `op`, frame count, the configuration the scenario runs under, and how many
+ * 16-byte lines of each record the dump prints (what the longest op list fills). */
+struct rxo_cmd {
+	__u32 seq, op, nframes, xdp, rx_csum, vlan_rx, record_lines, pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct rxo_cmd));
+} ctrl SEC(".maps");
+#else
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);
 } events SEC(".maps");
+#endif
 
+#ifndef RXO_NO_KFUNCS
 extern int bpf_xdp_metadata_rx_timestamp(const struct xdp_md *ctx, __u64 *timestamp) __ksym;
 extern int bpf_xdp_metadata_rx_hash(const struct xdp_md *ctx, __u32 *hash,
 				    enum xdp_rss_hash_type *rss_type) __ksym;
 extern int bpf_xdp_metadata_rx_vlan_tag(const struct xdp_md *ctx, __be16 *vlan_proto,
 					__u16 *vlan_tci) __ksym;
+#endif
 
 static __always_inline int rxo_write(struct xdp_md *ctx, struct rxo_op *op)
 {
@@ -135,6 +199,14 @@ int rxo_probe(struct xdp_md *ctx)
 	void *data, *end, *meta;
 	int i, j;
 
+#ifdef RXO_GUEST
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	if (data + RXO_ETH_HLEN + 4 <= end &&
+	    *(__u16 *)(data + 12) == __builtin_bswap16(RXO_CTL_PROTO) &&
+	    *(__u32 *)(data + RXO_ETH_HLEN) == RXO_CTL_MAGIC)
+		return XDP_PASS; /* a control frame: rxo_ctl takes it at tcx ingress */
+#endif
 	seqp = bpf_map_lookup_elem(&seqmap, &zero);
 	if (!seqp)
 		return XDP_PASS;
@@ -144,10 +216,19 @@ int rxo_probe(struct xdp_md *ctx)
 	p = bpf_map_lookup_elem(&progs, &slot);
 	if (!p)
 		return XDP_PASS;
+#ifdef RXO_GUEST
+	r = bpf_map_lookup_elem(&records, &slot);
+#else
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+#endif
 	if (!r)
 		return XDP_PASS;
 	r->seq = seq;
+#ifdef RXO_GUEST
+	/* The length the program was given: the host matches records to frames by it, as
+	 * a frame the driver drops as an error never reaches the program. */
+	r->pad = (long)ctx->data_end - (long)ctx->data;
+#endif
 
 	for (i = 0; i < RXO_MAX_OPS; i++) {
 		struct rxo_op *op = &p->ops[i];
@@ -178,6 +259,7 @@ int rxo_probe(struct xdp_md *ctx)
 		case RXO_OP_GET_LEN:
 			o->a1 = bpf_xdp_get_buff_len(ctx);
 			break;
+#ifndef RXO_NO_KFUNCS
 		case RXO_OP_K_TS: {
 			__u64 t = 0x5a5a5a5a5a5a5a5aULL;
 
@@ -216,6 +298,7 @@ int rxo_probe(struct xdp_md *ctx)
 			o->b2 = tci;
 			break;
 		}
+#endif
 		default:
 			break;
 		}
@@ -245,9 +328,46 @@ int rxo_probe(struct xdp_md *ctx)
 	}
 	r->action = action;
 	r->nrec = nrec;
+#ifndef RXO_GUEST
 	bpf_ringbuf_submit(r, 0);
+#endif
 	return action;
 }
+
+#ifdef RXO_GUEST
+
+/* The control channel's receiver (tcx ingress of the guest's eth0).  It drops every frame
+ * (2 is TCX_DROP): scenario frames the driver hands to the stack end here, so no protocol
+ * answers them and the stack counts no drops of its own into rx_dropped (dev_get_stats
+ * adds those to the driver's; sch_handle_ingress frees a dropped skb without counting). */
+SEC("tc")
+int rxo_ctl(struct __sk_buff *skb)
+{
+	struct rxo_ctl_head h;
+	__u32 zero = 0, slot;
+	struct rxo_prog *p;
+	struct rxo_cmd *c;
+
+	if (skb->protocol != __builtin_bswap16(RXO_CTL_PROTO))
+		return 2;
+	if (bpf_skb_load_bytes(skb, RXO_ETH_HLEN, &h, sizeof(h)) || h.magic != RXO_CTL_MAGIC)
+		return 2;
+	if (h.kind == RXO_CTL_PROG) {
+		slot = h.index;
+		if (slot >= RXO_MAX_PKTS)
+			return 2;
+		p = bpf_map_lookup_elem(&progs, &slot);
+		if (p)
+			bpf_skb_load_bytes(skb, RXO_ETH_HLEN + sizeof(h), p, sizeof(*p));
+	} else if (h.kind == RXO_CTL_CMD) {
+		c = bpf_map_lookup_elem(&ctrl, &zero);
+		if (c)
+			bpf_skb_load_bytes(skb, RXO_ETH_HLEN + sizeof(h), c, sizeof(*c));
+	}
+	return 2;
+}
+
+#else
 
 /* The peer end's program: drop whatever comes back (XDP_TX of the probed end), which
  * also keeps the peer's NAPI running so XDP_TX can reach it. */
@@ -290,5 +410,7 @@ int rxo_bounce(struct xdp_md *ctx)
 {
 	return XDP_TX;
 }
+
+#endif /* RXO_GUEST */
 
 char LICENSE[] SEC("license") = "GPL";

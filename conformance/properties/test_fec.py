@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from conformance.check import TargetSession, check
 from conformance.components import fec
@@ -37,3 +38,14 @@ def test_fec_drop_sync_covers_the_longer_length(rx_target: TargetSession,
     """Programs that shrink the packet and then drop it: the recycle sync length is the
     length before the program, not after."""
     check(rx_target, scenario, COMPONENT)
+
+
+@pytest.mark.rule("FEC-RX-005", "FEC-XDP-001", "FEC-XDP-005", "FEC-TX-003", "FEC-STATS-002",
+                  "FEC-STATS-003", "FEC-STATS-004")
+@given(data=st.data())
+def test_fec_board_agrees_with_reference(rx_target: TargetSession, data: st.DataObject) -> None:
+    """One SoC's scenarios (:func:`fec.board_scenarios`): the board a target bound to a
+    real driver names (its ``fixed_config``), else the i.MX6Q's; full-size rings, the
+    device left to itself."""
+    fixed = getattr(rx_target.target, "fixed_config", None) or fec.IMX6Q
+    check(rx_target, data.draw(fec.board_scenarios(fixed), label="scenario"), COMPONENT)

@@ -81,8 +81,8 @@ class Target(Protocol):
     def close(self) -> None: ...
 
 
-TARGET_KINDS = ("reference, python:MODULE:OBJECT, exec:COMMAND, fixtures:DIR, veth, tun "
-                "or iface:NAME,peer=PEER")
+TARGET_KINDS = ("reference, python:MODULE:OBJECT, exec:COMMAND, fixtures:DIR, veth, tun, "
+                "iface:NAME,peer=PEER or qemu-fec[:BOARD]")
 
 
 class TargetSpecError(ValueError):
@@ -118,6 +118,8 @@ def parse_target_spec(spec: str) -> TargetSpec:
         return TargetSpec(kind, rest, argv)
     if kind in ("fixtures", "iface") and rest:
         return TargetSpec(kind, rest)
+    if kind == "qemu-fec":
+        return TargetSpec(kind, rest)
     raise TargetSpecError(f"--target {spec!r} is not a target: use {TARGET_KINDS}")
 
 
@@ -142,6 +144,10 @@ def load_target(spec: str, *, timeout: float = 10.0) -> Target:
         from conformance.targets.live import LiveTarget
 
         return LiveTarget(parsed.kind, parsed.argument)
+    if parsed.kind == "qemu-fec":
+        from conformance.targets.qemu_fec import QemuFecTarget
+
+        return QemuFecTarget(parsed.argument)
     from conformance.targets.fixtures import FixturesTarget
 
     return FixturesTarget(parsed.argument)

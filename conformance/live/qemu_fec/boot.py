@@ -1,0 +1,96 @@
+"""Everything a boot needs, built on the host and cached: the guest probe object, the
+initramfs and the device tree of the chosen board variant."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import attrs
+
+from conformance.live.probe import SOURCE as PROBE_SOURCE
+from conformance.live.qemu_fec import image
+from conformance.live.qemu_fec.archive import ImageError
+
+INIT = Path(__file__).with_name("init.sh")
+#: Records and op lists for this many packets per batch (the probe's map sizes).
+GUEST_MAX_PKTS = 64
+#: The guest probe records no packet bytes: the fec component observes XDP results
+#: (verdicts, op return codes, lengths), and transmitted bytes arrive on the wire.
+GUEST_FLAGS = ("-DRXO_GUEST", "-DRXO_NO_KFUNCS", f"-DRXO_MAX_PKTS={GUEST_MAX_PKTS}",
+               "-DRXO_DATA_CAP=0", "-DRXO_META_CAP=0")
+BOARDS = {
+    # name: (QEMU machine, legacy descriptors through the fsl,imx27-fec compatible)
+    "sabrelite": ("sabrelite", False),
+    "sabrelite-legacy": ("sabrelite", True),
+}
+
+
+@attrs.frozen
+class BootFiles:
+    version: str
+    machine: str
+    legacy: bool
+    vmlinuz: Path
+    dtb: Path
+    initrd: Path
+
+
+def missing_tools(qemu: str = "qemu-system-arm") -> str | None:
+    """Why the host cannot build or boot the guest, or None."""
+    if os.geteuid() != 0:
+        return "qemu-fec needs root (a network namespace for QEMU)"
+    for tool, pkg in ((qemu, "qemu-system-arm"), ("clang", "clang"), ("ip", "iproute2"),
+                      ("apt-get", "apt"), ("dpkg-deb", "dpkg")):
+        if shutil.which(tool) is None:
+            return f"qemu-fec needs {tool!r} on PATH (apt: {pkg})"
+    if not os.path.exists("/usr/include/bpf/bpf_helpers.h"):
+        return "qemu-fec needs libbpf headers (apt: libbpf-dev)"
+    return None
+
+
+def guest_probe(cache: Path) -> Path:
+    """``rxo_probe.bpf.c`` built for the guest (UAPI headers, no vmlinux.h, no kfuncs:
+    the guest kernel has no BTF to resolve them), cached."""
+    digest = hashlib.sha256(PROBE_SOURCE.read_bytes() + " ".join(GUEST_FLAGS).encode())
+    obj = cache / f"probe-{digest.hexdigest()[:16]}.bpf.o"
+    if obj.exists():
+        return obj
+    cache.mkdir(parents=True, exist_ok=True)
+    arch_inc = next((str(p) for p in Path("/usr/include").glob("*-linux-gnu*")
+                     if (p / "asm/types.h").exists()), "/usr/include")
+    tmp = obj.with_suffix(f".o.{os.getpid()}")
+    done = subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-mcpu=v3", *GUEST_FLAGS,
+                           f"-I{arch_inc}", "-c", str(PROBE_SOURCE), "-o", str(tmp)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise ImageError(f"clang (guest probe): {done.stderr[-2000:]}")
+    tmp.rename(obj)
+    return obj
+
+
+def prepare(board: str = "sabrelite", cache: Path | None = None) -> BootFiles:
+    """Kernel, device tree and initramfs for ``board`` (see :data:`BOARDS`)."""
+    if board not in BOARDS:
+        raise ImageError(f"unknown board {board!r}: {', '.join(BOARDS)}")
+    machine, legacy = BOARDS[board]
+    cache = cache or image.cache_root()
+    k = image.kernel(cache)
+    probe = guest_probe(cache)
+    init = INIT.read_bytes()
+    key = hashlib.sha256(probe.read_bytes() + init + " ".join(image.MODULES).encode())
+    initrd = k.root / f"initrd-{key.hexdigest()[:16]}.gz"
+    if not initrd.exists():
+        tmp = initrd.with_suffix(f".{os.getpid()}")
+        tmp.write_bytes(image.initramfs(k, {"probe.o": probe.read_bytes()}, init))
+        tmp.rename(initrd)
+    dtb = k.dtb()
+    if legacy:
+        patched = k.root / "imx6q-sabrelite-imx27-fec.dtb"
+        if not patched.exists():
+            patched.write_bytes(image.legacy_dtb(dtb.read_bytes()))
+        dtb = patched
+    return BootFiles(k.version, machine, legacy, k.vmlinuz, dtb, initrd)

@@ -1,0 +1,282 @@
+"""The qemu-fec target's set-up pieces (no boot) and its guest lifecycle (boots QEMU;
+skipped without root, qemu-system-arm, clang or a reachable Debian archive)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from conformance.live.qemu_fec import image
+from conformance.live.qemu_fec.archive import ArchiveUnreachable, ImageError, host_mirror
+
+
+@pytest.mark.rule("FEC-RX-001")
+def test_cpio_is_newc_that_cpio_lists(tmp_path: Path) -> None:
+    """The initramfs writer's archive, read back by GNU cpio (an independent reader)."""
+    if shutil.which("cpio") is None:
+        pytest.skip("cpio is not installed (apt: cpio)")
+    c = image.Cpio()
+    c.dir("bin")
+    c.file("bin/x", b"abc", 0o755)
+    c.symlink("y", "bin/x")
+    raw = __import__("gzip").decompress(c.finish())
+    listing = subprocess.run(["cpio", "-it", "--quiet"], input=raw, capture_output=True,
+                             check=True).stdout.decode().split()
+    assert listing == ["bin", "bin/x", "y"]
+    subprocess.run(["cpio", "-id", "--quiet"], input=raw, cwd=tmp_path, check=True)
+    assert (tmp_path / "bin/x").read_bytes() == b"abc"
+    assert os.readlink(tmp_path / "y") == "bin/x"
+
+
+@pytest.mark.rule("FEC-RX-001")
+def test_module_depends_from_modinfo() -> None:
+    blob = b"\x7fELF...\x00license=GPL\x00depends=libphy,fixed-phy\x00intree=Y\x00"
+    assert image.module_depends(blob) == ["libphy", "fixed_phy"]
+    assert image.module_depends(b"\x00depends=\x00") == []
+
+
+@pytest.mark.rule("FEC-RX-001")
+def test_legacy_dtb_swaps_the_compatible_only() -> None:
+    dtb = b"head\x00fsl,imx6q-fec\x00tail"
+    assert image.legacy_dtb(dtb) == b"head\x00fsl,imx27-fec\x00tail"
+    with pytest.raises(ImageError):
+        image.legacy_dtb(b"nothing here")
+
+
+@pytest.mark.rule("FEC-RX-001")
+def test_host_mirror_reads_both_source_formats(tmp_path: Path) -> None:
+    deb822 = tmp_path / "debian.sources"
+    deb822.write_text("Types: deb\nURIs: http://example.invalid/debian\nSuites: x\n")
+    line = tmp_path / "sources.list"
+    line.write_text("deb [signed-by=/k.gpg] http://example.invalid/debian/ x main\n")
+    assert host_mirror((str(deb822),)) == "http://example.invalid/debian"
+    assert host_mirror((str(line),)) == "http://example.invalid/debian"
+    with pytest.raises(ArchiveUnreachable):
+        host_mirror((str(tmp_path / "none"),))
+
+
+# --- the guest lifecycle --------------------------------------------------------------------
+
+def _boot_files() -> object:
+    from conformance.live.qemu_fec import boot
+
+    reason = boot.missing_tools()
+    if reason:
+        pytest.skip(reason)
+    try:
+        return boot.prepare("sabrelite")
+    except ArchiveUnreachable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.mark.rule("FEC-RX-001")
+def test_guest_boots_answers_and_is_gone_after_close() -> None:
+    from conformance.live.qemu_fec import guest
+
+    files = _boot_files()
+    g = guest.Guest(kernel=files.vmlinuz, dtb=files.dtb, initrd=files.initrd)  # type: ignore[attr-defined]
+    run_dir, ns = g.dir, g.ns
+    try:
+        assert guest.running_qemus(run_dir)
+        info = g.control(guest.INFO)
+        assert "RXO-INFO driver fec" in info
+        assert any(line.startswith("RXO-INFO compatible fsl,imx6q-fec") for line in info)
+    finally:
+        g.close()
+    assert not guest.running_qemus(run_dir)
+    assert not run_dir.exists()
+    assert ns is not None and not Path("/run/netns", ns).exists()
+
+
+@pytest.mark.rule("FEC-RX-001")
+def test_sigkilled_run_leaves_nothing_after_the_next_sweep() -> None:
+    from conformance.live.qemu_fec import guest
+
+    files = _boot_files()
+    script = textwrap.dedent(f"""
+        import sys, time
+        from pathlib import Path
+        from conformance.live.qemu_fec import guest
+        g = guest.Guest(kernel=Path({str(files.vmlinuz)!r}), dtb=Path({str(files.dtb)!r}),
+                        initrd=Path({str(files.initrd)!r}))
+        print("UP", g.dir, g.ns, flush=True)
+        time.sleep(600)
+    """)  # type: ignore[attr-defined]
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": os.getcwd()})
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline().split()
+        assert line and line[0] == "UP", line
+        run_dir, ns = Path(line[1]), line[2]
+        assert guest.running_qemus(run_dir)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        deadline = time.monotonic() + 10
+        while guest.running_qemus(run_dir) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not guest.running_qemus(run_dir), "QEMU outlived its SIGKILL'd parent"
+        swept = guest.sweep()
+        assert str(run_dir) in swept and ns in swept
+        assert not run_dir.exists() and not Path("/run/netns", ns).exists()
+    finally:
+        if child.poll() is None:
+            child.kill()
+
+
+# --- the target: records, control frames, one scenario end to end ---------------------------
+
+def _record(entry_len: int) -> bytes:
+    """A guest probe record head: seq, nrec, action, lengths; ``pad`` = entry length."""
+    import struct
+
+    return struct.pack("<8I", 0, 0, 2, entry_len, 0, entry_len, 0, entry_len)
+
+
+@pytest.mark.rule("FEC-XDP-001", "FEC-RX-004")
+def test_records_pair_with_frames_by_entry_length() -> None:
+    """A frame the driver takes as an error has no XDP run: its record is missing and the
+    next record belongs to the next frame of the length it started with."""
+    from conformance.targets.base import TargetError
+    from conformance.targets.qemu_fec import match_records
+
+    frames = [bytes(60), bytes(1980), bytes(70)]
+    records = [_record(60), _record(70)]
+    assert [i for i, _ in match_records(frames, records)] == [0, 2]
+    assert [i for i, _ in match_records(frames, [_record(60)] * 1)] == [0]
+    with pytest.raises(TargetError):
+        match_records(frames, [_record(70), _record(60)])
+
+
+@pytest.mark.rule("FEC-RX-001")
+def test_a_control_frame_is_not_a_scenario_frame() -> None:
+    """EtherType 0x88b5 alone is a scenario frame (the frame strategies draw it); with the
+    control magic after the header it is the host's control channel: not applicable."""
+    from conformance.live.qemu_fec.guest import CTL_MAGIC
+    from conformance.targets.qemu_fec import is_control_frame
+
+    head = bytes(12) + b"\x88\xb5"
+    assert not is_control_frame(head + bytes(46))
+    assert is_control_frame(head + CTL_MAGIC.to_bytes(4, "little") + bytes(42))
+    assert not is_control_frame(bytes(12) + b"\x08\x00" + CTL_MAGIC.to_bytes(4, "little"))
+
+
+@pytest.mark.rule("FEC-RX-001", "FEC-RX-005")
+def test_board_scenarios_keep_the_board_fixed() -> None:
+    """Every drawn scenario has the board's quirks and full-size rings (fec.h: 256 RX,
+    1024 TX), default events and no faults, and the reference runs it."""
+    from hypothesis import given, settings
+
+    from conformance.components import fec
+
+    @settings(max_examples=30, deadline=None, database=None, derandomize=True)
+    @given(scenario=fec.board_scenarios(fec.IMX27))
+    def run(scenario: object) -> None:
+        config = scenario.config  # type: ignore[attr-defined]
+        assert {k: config[k] for k in fec.IMX27} == dict(fec.IMX27)
+        assert config["rx_ring_size"] == 256 and config["tx_ring_size"] == 1024
+        assert not scenario.events and "faults" not in config  # type: ignore[attr-defined]
+        assert len(fec.expected(scenario)["packets"]) == len(scenario.frames)  # type: ignore[arg-type,attr-defined]
+
+    run()
+
+
+def _udp_frame(payload: int) -> bytes:
+    eth = bytes.fromhex("020000000001" "020000000003" "0800")
+    ip = bytes.fromhex("4500") + (28 + payload).to_bytes(2, "big") + bytes.fromhex(
+        "0000400040110000" "c0000201" "c0000202")
+    udp = (1234).to_bytes(2, "big") + (5678).to_bytes(2, "big") + (8 + payload).to_bytes(
+        2, "big") + bytes(2)
+    return eth + ip + udp + bytes(range(payload))
+
+
+def _target(board: str) -> object:
+    from conformance.live.qemu_fec import boot
+    from conformance.targets.base import TargetUnavailable
+    from conformance.targets.qemu_fec import QemuFecTarget
+
+    reason = boot.missing_tools()
+    if reason:
+        pytest.skip(reason)
+    try:
+        return QemuFecTarget(board)
+    except TargetUnavailable as exc:
+        if "archive" in str(exc).lower():
+            pytest.skip(str(exc))
+        raise
+
+
+@pytest.mark.rule("FEC-XDP-001", "FEC-XDP-005", "FEC-TX-003", "FEC-RX-005", "FEC-STATS-003")
+def test_one_scenario_round_trips_and_the_target_leaves_nothing() -> None:
+    """PASS, DROP, ABORTED and an XDP_TX of a rewritten frame through the real driver: the
+    verdicts as programmed, the transmitted frame back byte-exact, ABORTED counted in
+    rx_xdp_drop (fec_enet_run_xdp, 6.12.117: ABORTED falls through to DROP), four frames
+    counted; then the same observables as the reference.  After close: no QEMU, no run
+    directory, no namespace."""
+    from conformance.components import fec
+    from conformance.live.qemu_fec import guest
+    from conformance.scenario import Scenario, to_jsonable
+
+    target = _target("sabrelite")
+    g = target.guest  # type: ignore[attr-defined]
+    run_dir, ns = g.dir, g.ns
+    try:
+        frame = _udp_frame(40)
+        programs = {0: ({"op": "return", "action": 2},),
+                    1: ({"op": "return", "action": 1},),
+                    2: ({"op": "write", "offset": 0, "data": "0a0b0c0d0e0f"},
+                        {"op": "return", "action": 3}),
+                    3: ({"op": "return", "action": 0},)}
+        scenario = Scenario(component="fec", config=dict(fec.IMX6Q), frames=(frame,) * 4,
+                            program=({"op": "return", "action": 2},),
+                            per_packet_programs=programs)
+        got = to_jsonable(target.run(scenario))  # type: ignore[attr-defined]
+        assert [p["verdict"] for p in got["packets"]] == [
+            "XDP_PASS", "XDP_DROP", "XDP_TX", "XDP_ABORTED"]
+        assert got["wire"] == [(bytes.fromhex("0a0b0c0d0e0f") + frame[6:]).hex()]
+        assert got["counters"]["rx_packets"] == 4
+        assert {k: got["ethtool"][k] for k in ("rx_xdp_pass", "rx_xdp_drop", "rx_xdp_tx")} == {
+            "rx_xdp_pass": 1, "rx_xdp_drop": 2, "rx_xdp_tx": 1}
+        want = to_jsonable(fec.expected(scenario))
+        for key in ("wire", "ethtool"):
+            assert got[key] == want[key], key
+        assert [(p["verdict"], p["ops"]) for p in got["packets"]] == [
+            (p["verdict"], p["ops"]) for p in want["packets"]]
+    finally:
+        target.close()  # type: ignore[attr-defined]
+    assert not guest.running_qemus(run_dir)
+    assert not run_dir.exists()
+    assert ns is not None and not Path("/run/netns", ns).exists()
+
+
+@pytest.mark.rule("FEC-RX-001")
+def test_a_failed_run_is_a_target_error_and_leaves_nothing() -> None:
+    """QEMU dies under a scenario: the run is a target fault, not a hang or a pass, and
+    closing the target leaves no QEMU, run directory or namespace behind."""
+    from conformance.components import fec
+    from conformance.live.qemu_fec import guest
+    from conformance.scenario import Scenario
+    from conformance.targets.base import TargetError
+
+    target = _target("sabrelite")
+    g = target.guest  # type: ignore[attr-defined]
+    run_dir, ns = g.dir, g.ns
+    try:
+        assert g.proc is not None
+        os.kill(g.proc.pid, signal.SIGKILL)
+        scenario = Scenario(component="fec", config=dict(fec.IMX6Q), frames=(_udp_frame(8),))
+        with pytest.raises(TargetError, match="QEMU exited"):
+            target.run(scenario)  # type: ignore[attr-defined]
+    finally:
+        target.close()  # type: ignore[attr-defined]
+    assert not guest.running_qemus(run_dir)
+    assert not run_dir.exists()
+    assert ns is not None and not Path("/run/netns", ns).exists()
