@@ -266,6 +266,8 @@ class CpuMap:
         for bq in list(self.flush_lists.get(ctx.cpu, ())):
             self.bq_flush_to_queue(bq, ctx, trace)
             bq.obj.wakeups += 1
+            emit(trace, "CPUMAP-ENQ-004", "bulk queue flushed, kthread woken",
+                 to_cpu=bq.obj.cpu)
 
     # ------------------------------------------------------------------ kthread
 

@@ -122,6 +122,9 @@ def fec_enet_open(cfg: FecConfig, *, allocator: pp.PageAllocator | None = None,
             tring.put(i, BufdescEx(cbd_sc=sc, cbd_esc=tx_esc))
         txqs.append(TxQueue(tring, [TxBuffer() for _ in range(cfg.tx_ring_size)], 0,
                             cfg.tx_ring_size - 1, qid))
+    emit(trace, "FEC-RX-001", "opened: every RX slot holds a pool page, TX slots empty",
+         rx_ring_size=cfg.rx_ring_size, tx_queues=len(txqs))
+    emit(trace, "FEC-STATS-001", "ndev->stats: the RX and TX counters fec keeps, all 0")
     emit(trace, "FEC-RX-014", "page pool created and the RX ring filled",
          pool_size=cfg.rx_ring_size, dma_dir=pool.dma_dir, max_len=pool.max_len)
     return Fep(cfg, bus, dev, allocator, rxq, txqs, syncs=Syncs(record=record))

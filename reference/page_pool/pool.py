@@ -446,6 +446,9 @@ class PagePool:
         self, page: Page, dma_sync_size: int, allow_direct: bool, ctx: Context,
         trace: Trace | None,
     ) -> PutOutcome:
+        if self.destroy_cnt:
+            emit(trace, "PP-DESTROY-006", "put after the last destroy: no upgrade to direct",
+                 pfn=page.pfn, allow_direct=allow_direct)
         if not allow_direct:
             allow_direct = self._napi_local(ctx)
             if allow_direct:
@@ -655,6 +658,7 @@ class PagePool:
             return
         self.disable_direct_recycling()
         self._free_frag()
+        emit(trace, "PP-DESTROY-002", "last destroy: direct recycling off, frag page dropped")
         inflight = self._release(trace)
         if inflight:
             self.state = PoolState.DETACHED
