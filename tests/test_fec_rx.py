@@ -448,3 +448,26 @@ def test_rx_bytes_is_the_wire_length_plus_fcs_and_pad(frames: list[bytes], racc:
     assert obs["counters"]["rx_bytes"] == sum(len(f) + 4 + (2 if racc else 0) for f in fits)
     assert obs["counters"]["rx_packets"] == len(fits)
     assert obs["counters"]["rx_length_errors"] == len(frames) - len(fits)
+
+
+@pytest.mark.rule("FEC-RX-017", "XDP-BUFF-001", "XDP-ADJ-002", "XDP-ADJ-006")
+@pytest.mark.parametrize(("arch", "reserved", "frame"), [("arm64", 320, 40), ("armhf", 256, 32)])
+def test_the_architecture_bounds_adjust_head_and_tail(arch: str, reserved: int,
+                                                      frame: int) -> None:
+    """With RACC the frame starts at 256 + 2 in the page.  Tail growth stops at
+    4096 - SKB_DATA_ALIGN(sizeof(struct skb_shared_info)); head growth at
+    sizeof(struct xdp_frame) past data_hard_start (no metadata)."""
+    start = 256 + 2
+    tail_room = 4096 - reserved - start - len(UDP_FRAME)
+    head_room = start - frame
+    results = []
+    for tail, head in ((tail_room, -head_room), (tail_room + 1, -head_room - 1)):
+        fep = _open(xdp=True, arch=arch)
+        device.receive(fep, UDP_FRAME)
+        (rec,), _ = rx.napi_poll(fep, 64, _prog({"op": "adjust_tail", "delta": tail},
+                                                {"op": "adjust_head", "delta": head},
+                                                {"op": "return", "action": 1}))
+        assert rec.xdp is not None
+        results.append([r["rc"] for r in rec.xdp.run.records])
+    assert results == [[0, 0], [-22, -22]]  # at the bound: taken; one byte past: -EINVAL
+    assert FecConfig(arch=arch).rx_frsize == 4096 - 256 - reserved  # the pool's max_len

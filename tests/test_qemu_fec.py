@@ -280,3 +280,33 @@ def test_a_failed_run_is_a_target_error_and_leaves_nothing() -> None:
     assert not guest.running_qemus(run_dir)
     assert not run_dir.exists()
     assert ns is not None and not Path("/run/netns", ns).exists()
+
+
+@pytest.mark.rule("FEC-RX-017", "XDP-BUFF-001", "XDP-ADJ-002", "XDP-ADJ-006")
+def test_the_real_driver_has_32_bit_arm_buffer_geometry() -> None:
+    """Debian's armhf kernel reserves 256 bytes of shared info and 32 of xdp_frame: the
+    real driver lets a program grow the tail and the head to exactly those bounds (frames
+    0 and 2) and refuses one byte more (frames 1 and 3), where an arm64 layout (320, 40)
+    would have refused frame 0's growth.  The reference with ``arch`` armhf agrees."""
+    from conformance.components import fec
+    from conformance.scenario import Scenario, to_jsonable
+
+    frame = _udp_frame(40)
+    start = 256 + 2  # headroom and the RACC pad
+    programs = {}
+    for i, (reserved, xdp_frame, past) in enumerate([(256, 32, 0), (256, 32, 1),
+                                                     (320, 40, 0), (320, 40, 1)]):
+        programs[i] = ({"op": "adjust_tail", "delta": 4096 - reserved - start - len(frame) + past},
+                       {"op": "adjust_head", "delta": -(start - xdp_frame) - past},
+                       {"op": "return", "action": 1})
+    scenario = Scenario(component="fec", config=dict(fec.IMX6Q), frames=(frame,) * 4,
+                        program=({"op": "return", "action": 2},), per_packet_programs=programs)
+    target = _target("sabrelite")
+    try:
+        got = to_jsonable(target.run(scenario))  # type: ignore[attr-defined]
+    finally:
+        target.close()  # type: ignore[attr-defined]
+    rcs = [[op["rc"] for op in p["ops"]] for p in got["packets"]]
+    assert rcs == [[0, 0], [-22, -22], [0, 0], [0, 0]]
+    want = to_jsonable(fec.expected(scenario))
+    assert rcs == [[op["rc"] for op in p["ops"]] for p in want["packets"]]

@@ -24,7 +24,7 @@ COMPONENT = fec.COMPONENT
                   "FEC-TX-005", "FEC-STATS-002", "FEC-STATS-003", "FEC-STATS-004",
                   "FEC-RX-014", "FEC-RX-015", "FEC-RX-001", "FEC-RX-007", "FEC-RX-012",
                   "FEC-RX-013", "FEC-RX-016", "FEC-XDP-007", "FEC-TX-001", "FEC-TX-002",
-                  "FEC-TX-006", "FEC-TX-007", "FEC-STATS-001",
+                  "FEC-TX-006", "FEC-TX-007", "FEC-STATS-001", "FEC-RX-017",
                   "FEC-BD-001", "FEC-BD-002", "FEC-BD-003", "FEC-BD-004", "FEC-BD-006")
 @given(scenario=fec.scenarios())
 def test_fec_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:

@@ -52,9 +52,9 @@ BOARD_CONFIG: dict[str, Mapping[str, Any]] = {
     "sabrelite": fec.IMX6Q,            # fsl,imx6q-fec: extended descriptors, RACC
     "sabrelite-legacy": fec.IMX27,     # the DT patched to fsl,imx27-fec: legacy descriptors
 }
-_DEFAULTS = {"byte_order": "little", "bufdesc_ex": True, "racc": True, "rx_csum": True,
-             "vlan_rx": True, "rx_ring_size": RX_RING_SIZE, "tx_ring_size": TX_RING_SIZE,
-             "xdp_tx_frame": False, "redirect_ok": False}
+_DEFAULTS = {"arch": "arm64", "byte_order": "little", "bufdesc_ex": True, "racc": True,
+             "rx_csum": True, "vlan_rx": True, "rx_ring_size": RX_RING_SIZE,
+             "tx_ring_size": TX_RING_SIZE, "xdp_tx_frame": False, "redirect_ok": False}
 _EVENT_OPS = {"rx", "napi", "tx_done", "stack_free"}
 _NAPI_WEIGHT = 64
 _NETDEV = tuple(NetStats().as_dict())

@@ -1,5 +1,5 @@
 """The RX side of fec: open, ``fec_enet_rx_queue``, the skb it builds, restart and close
-(FEC-RX-001 .. FEC-RX-016).
+(FEC-RX-001 .. FEC-RX-017).
 
 Read in ``fec_main.c`` (Kingxukai/linux v6.17-rc3, blob 9b44fff6): ``fec_enet_create_page_pool``,
 ``fec_enet_alloc_rxq_buffers``, ``fec_enet_update_cbd``, ``fec_enet_rx_queue``,
@@ -34,8 +34,6 @@ from reference.fec.bufdesc import (
     Ring,
 )
 from reference.fec.state import (
-    ARM64,
-    FEC_ENET_RX_FRSIZE,
     FEC_ENET_XDP_HEADROOM,
     PAGE_SIZE,
     Bus,
@@ -74,7 +72,7 @@ def page_pool_params(cfg: FecConfig, dev: pp.DmaDevice) -> pp.PagePoolParams:
         order=0, flags=pp.PP_FLAG_DMA_MAP | pp.PP_FLAG_DMA_SYNC_DEV,
         pool_size=cfg.rx_ring_size, nid=0, dev=dev,
         dma_dir=pp.DMA_BIDIRECTIONAL if cfg.xdp else pp.DMA_FROM_DEVICE,
-        offset=FEC_ENET_XDP_HEADROOM, max_len=FEC_ENET_RX_FRSIZE)
+        offset=FEC_ENET_XDP_HEADROOM, max_len=cfg.rx_frsize)
 
 
 def fec_enet_open(cfg: FecConfig, *, allocator: pp.PageAllocator | None = None,
@@ -127,6 +125,8 @@ def fec_enet_open(cfg: FecConfig, *, allocator: pp.PageAllocator | None = None,
     emit(trace, "FEC-STATS-001", "ndev->stats: the RX and TX counters fec keeps, all 0")
     emit(trace, "FEC-RX-014", "page pool created and the RX ring filled",
          pool_size=cfg.rx_ring_size, dma_dir=pool.dma_dir, max_len=pool.max_len)
+    emit(trace, "FEC-RX-017", "XDP buffer geometry of the architecture", arch=cfg.arch,
+         shinfo=cfg.xdp_arch.shinfo_reserved, xdp_frame=cfg.xdp_arch.sizeof_xdp_frame)
     return Fep(cfg, bus, dev, allocator, rxq, txqs, syncs=Syncs(record=record))
 
 
@@ -199,7 +199,7 @@ def fec_enet_rx_queue(fep: Fep, budget: int, program_for: Callable[[int], Progra
     ring = rxq.ring
     stats = fep.stats
     data_start, sub_len = cfg.data_start, cfg.sub_len
-    xdp = XdpBuff(arch=ARM64)
+    xdp = XdpBuff(arch=cfg.xdp_arch)
     xdp_init_buff(xdp, PAGE_SIZE, rxq.xdp_rxq)
     xdp_result = FEC_ENET_XDP_PASS
     records: list[RxRecord] = []

@@ -26,9 +26,15 @@ PAGE_SIZE = 4096
 PAGE_SHIFT = 12
 #: ``FEC_ENET_XDP_HEADROOM`` = ``XDP_PACKET_HEADROOM`` (fec.h).
 FEC_ENET_XDP_HEADROOM = 256
-#: arm64, 4 KiB pages, 64-byte cache lines, 17 frags: ``SKB_DATA_ALIGN(sizeof(struct
-#: skb_shared_info))`` is 320, so ``FEC_ENET_RX_FRSIZE`` = 4096 - 256 - 320 (fec.h).
+#: The two architectures fec runs on (FEC-RX-017): arm64 (i.MX8) and 32-bit ARM (i.MX6,
+#: i.MX7, Debian ``armhf``), both with 4 KiB pages, 64-byte cache lines and 17 frags.
+#: ``SKB_DATA_ALIGN(sizeof(struct skb_shared_info))`` is 320 on arm64 and 256 on armhf,
+#: and ``sizeof(struct xdp_frame)`` 40 and 32 (reference.xdp.arch).
 ARM64 = Arch(name="arm64")
+ARMHF = Arch(name="armhf", bits_per_long=32)
+ARCHES = {"arm64": ARM64, "armhf": ARMHF}
+#: ``FEC_ENET_RX_FRSIZE`` = PAGE_SIZE - headroom - the aligned shared info (fec.h), on
+#: arm64: 3520; :attr:`FecConfig.rx_frsize` gives it per architecture (armhf: 3584).
 FEC_ENET_RX_FRSIZE = PAGE_SIZE - FEC_ENET_XDP_HEADROOM - ARM64.shinfo_reserved
 #: ``FEC_ENET_RX_PAGES`` * ``FEC_ENET_RX_FRPPG`` (1 with 4 KiB pages) and ``TX_RING_SIZE``.
 RX_RING_SIZE = 256
@@ -70,7 +76,9 @@ class FecConfig:
     carry the queue's frame type in ``cbd_esc`` (FEC-TX-003);
     ``xdp_tx_frame``: the XDP_TX of commit f601899e4321 (Aug 2023), which converts to an
     ``xdp_frame`` first; it was replaced in the same merge (FEC-XDP-008);
-    ``redirect_ok``: an XDP_REDIRECT finds a target (FEC-XDP-006).
+    ``redirect_ok``: an XDP_REDIRECT finds a target (FEC-XDP-006);
+    ``arch``: ``"arm64"`` or ``"armhf"``, the sizes the XDP helpers and the pool's
+    ``max_len`` depend on (FEC-RX-017).
     """
 
     byte_order: ByteOrder = ByteOrder.LITTLE
@@ -86,8 +94,12 @@ class FecConfig:
     xdp_tx_frame: bool = False
     redirect_ok: bool = False
     cpu: int = 0
+    arch: str = "arm64"
 
     def __attrs_post_init__(self) -> None:
+        if self.arch not in ARCHES:
+            raise InvalidConfig(f"fec runs on {' or '.join(ARCHES)}", field="arch",
+                                value=self.arch, rule="FEC-RX-017")
         for name in ("rx_ring_size", "tx_ring_size"):
             value = getattr(self, name)
             if not 2 <= value <= 4096:
@@ -106,6 +118,16 @@ class FecConfig:
             raise InvalidConfig("unknown fec config keys", field="config",
                                 value=sorted(unknown), rule="FEC-RX-001")
         return cls(byte_order=order, **{k: v for k, v in cfg.items() if k in known})
+
+    @property
+    def xdp_arch(self) -> Arch:
+        """The layout the XDP helpers see on this SoC (FEC-RX-017)."""
+        return ARCHES[self.arch]
+
+    @property
+    def rx_frsize(self) -> int:
+        """``FEC_ENET_RX_FRSIZE`` on this architecture (FEC-RX-014, FEC-RX-017)."""
+        return PAGE_SIZE - FEC_ENET_XDP_HEADROOM - self.xdp_arch.shinfo_reserved
 
     @property
     def data_start(self) -> int:

@@ -20,7 +20,18 @@ change the architecture instead of hunting magic numbers:
 - ``sizeof(struct xdp_frame)`` = 40 on LP64 (``include/net/xdp.h``), see
   :mod:`reference.xdp.frame`.
 
-Only LP64 layouts are modelled (every 64-bit Linux architecture).
+32-bit ARM (ILP32, AAPCS/EABI, as Debian's ``armhf`` kernel is built: the i.MX6 SoCs the
+fec driver runs on) is the other layout modelled (XDP-BUFF-001).  Pointers,
+``unsigned long`` and so ``netmem_ref`` are 4 bytes while ``ktime_t`` (s64) stays 8 and is
+8-aligned.  ``struct skb_shared_info``: bytes 0-7 as above; ``frag_list`` 8-11; 4 bytes of
+padding, because the hwtstamps union holds a ``ktime_t``; that union 16-23; ``gso_type``
+and ``tskey`` 24-31; ``dataref`` 32-35; the ``xdp_frags_size``/``destructor_arg`` union
+36-43 (no padding: it holds only 4-byte members now); ``frags`` of 12-byte ``skb_frag_t``
+from 44.  44 + 12 * 17 = 248, already a multiple of the struct's 8-byte alignment, and
+``SKB_DATA_ALIGN`` with ``CONFIG_ARM_L1_CACHE_SHIFT`` = 6 (Debian's armmp config) makes it
+256.  ``struct xdp_frame`` is 32 bytes (each member 4 bytes, or 2+2 for 6.12's u16
+``len``/``headroom``, the 8-byte ``mem`` of 6.12 replacing 6.14's ``mem_type`` and its
+hole).
 """
 
 from __future__ import annotations
@@ -36,11 +47,13 @@ ETH_HLEN = 14
 #: ``include/uapi/linux/bpf.h``: the headroom XDP drivers are expected to reserve.
 XDP_PACKET_HEADROOM = 256
 
-#: LP64 sizes of the pieces of ``struct skb_shared_info`` (see the module docstring).
-_SHINFO_FIXED_PART = 48
-_SKB_FRAG_SIZE = 16
-#: ``struct xdp_frame`` on LP64 (XDP-FRAME-001).
-_XDP_FRAME_SIZE = 40
+#: Sizes of the pieces of ``struct skb_shared_info`` (see the module docstring), by the
+#: width of a pointer: the bytes before ``frags``, one ``skb_frag_t``, the alignment.
+_SHINFO_FIXED_PART = {64: 48, 32: 44}
+_SKB_FRAG_SIZE = {64: 16, 32: 12}
+_SHINFO_ALIGN = 8
+#: ``struct xdp_frame`` (XDP-FRAME-001), by the width of a pointer.
+_XDP_FRAME_SIZE = {64: 40, 32: 32}
 
 
 def align_up(value: int, alignment: int) -> int:
@@ -61,8 +74,13 @@ class Arch:
     smp_cache_bytes: int = 64
     max_skb_frags: int = 17
     page_size: int = 4096
+    #: ``BITS_PER_LONG``: 64 (LP64) or 32 (ILP32, 32-bit ARM).
+    bits_per_long: int = 64
 
     def __attrs_post_init__(self) -> None:
+        if self.bits_per_long not in (32, 64):
+            raise InvalidConfig("BITS_PER_LONG is 32 or 64", field="bits_per_long",
+                                value=self.bits_per_long, rule="XDP-BUFF-001")
         for field, value in (("smp_cache_bytes", self.smp_cache_bytes),
                              ("page_size", self.page_size)):
             if value <= 0 or value & (value - 1):
@@ -76,8 +94,10 @@ class Arch:
 
     @property
     def sizeof_skb_shared_info(self) -> int:
-        """``sizeof(struct skb_shared_info)`` (LP64)."""
-        return _SHINFO_FIXED_PART + _SKB_FRAG_SIZE * self.max_skb_frags
+        """``sizeof(struct skb_shared_info)``: 320 on LP64, 248 on 32-bit ARM (17 frags)."""
+        size = (_SHINFO_FIXED_PART[self.bits_per_long]
+                + _SKB_FRAG_SIZE[self.bits_per_long] * self.max_skb_frags)
+        return align_up(size, _SHINFO_ALIGN)
 
     @property
     def shinfo_reserved(self) -> int:
@@ -87,8 +107,8 @@ class Arch:
 
     @property
     def sizeof_xdp_frame(self) -> int:
-        """``sizeof(struct xdp_frame)`` (LP64)."""
-        return _XDP_FRAME_SIZE
+        """``sizeof(struct xdp_frame)``: 40 on LP64, 32 on 32-bit ARM."""
+        return _XDP_FRAME_SIZE[self.bits_per_long]
 
 
 #: x86_64, default Kconfig.
