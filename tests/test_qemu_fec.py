@@ -310,3 +310,26 @@ def test_the_real_driver_has_32_bit_arm_buffer_geometry() -> None:
     assert rcs == [[0, 0], [-22, -22], [0, 0], [0, 0]]
     want = to_jsonable(fec.expected(scenario))
     assert rcs == [[op["rc"] for op in p["ops"]] for p in want["packets"]]
+
+
+@pytest.mark.rule("FEC-DEV-003", "FEC-RX-004")
+def test_the_shift16_pad_counts_toward_the_frame_limit() -> None:
+    """On the RACC board a 1979-byte frame (1985 bytes with FCS and pad) is already cut to
+    1984 and flagged LG: the pad counts toward FTRL/MAX_FL.  1977 and 1978 bytes pass."""
+    from conformance.components import fec
+    from conformance.scenario import Scenario, to_jsonable
+
+    eth = bytes.fromhex("020000000001" "020000000003" "88b5")
+    frames = tuple(eth + bytes(n - len(eth)) for n in (1977, 1978, 1979, 1980, 1982))
+    scenario = Scenario(component="fec", config=dict(fec.IMX6Q), frames=frames,
+                        program=({"op": "return", "action": 1},))
+    target = _target("sabrelite")
+    try:
+        got = to_jsonable(target.run(scenario))  # type: ignore[attr-defined]
+    finally:
+        target.close()  # type: ignore[attr-defined]
+    assert [p["verdict"] for p in got["packets"]] == ["XDP_DROP", "XDP_DROP", None, None, None]
+    assert got["counters"]["rx_length_errors"] == 3
+    want = to_jsonable(fec.expected(scenario))
+    assert [p["verdict"] for p in want["packets"]] == [p["verdict"] for p in got["packets"]]
+    assert want["counters"]["rx_length_errors"] == 3

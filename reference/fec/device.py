@@ -84,8 +84,8 @@ def receive(fep: Fep, frame: bytes, faults: frozenset[str] = frozenset(),
     FEC-DEV-001: the frame goes into the buffer of the slot the device points at, only if
     that slot is EMPTY; otherwise it is dropped (ring full).  FEC-DEV-002: the stored
     bytes are [2 pad bytes with SHIFT16] + frame + FCS and ``cbd_datlen`` counts them all.
-    FEC-DEV-003: a frame whose length with FCS exceeds ``PKT_MAXBUF_SIZE`` is truncated
-    there and flagged LG and TR (``BD_ENET_RX_CL``).  FEC-DEV-005: the status written is
+    FEC-DEV-003: a frame whose stored bytes (pad, frame, FCS) exceed ``PKT_MAXBUF_SIZE``
+    is truncated there and flagged LG and TR (``BD_ENET_RX_CL``).  FEC-DEV-005: the status written is
     W and INTR kept, E cleared, L set, plus error bits; faults add CR, OV, NO or drop L.
     """
     cfg = fep.cfg
@@ -102,11 +102,14 @@ def receive(fep: Fep, frame: bytes, faults: frozenset[str] = frozenset(),
     if "crc" in faults:
         wire = wire[:-1] + bytes([wire[-1] ^ 0xFF])
     errs = 0
-    if len(wire) > PKT_MAXBUF_SIZE:
-        wire = wire[:PKT_MAXBUF_SIZE]
+    # The SHIFT16 pad counts toward the limit (assumed, as QEMU's ENET does): the stored
+    # bytes never outgrow the one MRBR-sized buffer fec gives a frame.
+    limit = PKT_MAXBUF_SIZE - len(pad)
+    if len(wire) > limit:
+        wire = wire[:limit]
         errs |= BD_ENET_RX_LG | BD_ENET_RX_CL
         emit(trace, "FEC-DEV-003", "frame longer than the limit: truncated, LG|TR",
-             length=len(frame) + FCS_LEN, limit=PKT_MAXBUF_SIZE)
+             length=len(pad) + len(frame) + FCS_LEN, limit=PKT_MAXBUF_SIZE)
     if "crc" in faults:
         errs |= BD_ENET_RX_CR
     if "overrun" in faults:
