@@ -81,7 +81,8 @@ CASES = [
     (["conformance", "--kernel", "6.1"], 2,
      "--kernel '6.1': 6.1 is not a version the model describes (KVER-002); supported: "
      "6.12 (= 6.12.117), 6.18 (= 6.18.44), 7.3 (= 7.3.4)"),
-    (["conformance", "--kernel", "latest"], 2, "--kernel 'latest': not a kernel version (KVER-002)"),
+    (["conformance", "--kernel", "latest"], 2,
+     "--kernel 'latest': not a kernel version (KVER-002)"),
     (["explain", "--driver", "cpumap", "--kernel", "5.15.0-91-generic"], 2,
      "--kernel '5.15.0-91-generic': 5.15 is not a version the model describes (KVER-002)"),
     (["fixtures", "generate", "--out", "{tmp}/fx", "--kernel", "7.4"], 2,
