@@ -5,6 +5,7 @@ and the refusal of a version the model does not describe."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -111,3 +112,41 @@ def test_a_scenario_naming_an_unsupported_version_is_bad_input() -> None:
     assert result.returncode == 2
     assert "scenario.kernel '5.15': 5.15 is not a version the model describes (KVER-002)" \
         in result.stderr
+
+
+def _with_tests_path(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], capture_output=True,
+                          text=True, timeout=600, env=env)
+
+
+@pytest.mark.rule("KVER-001", "FEC-RX-005")
+@pytest.mark.parametrize("target", [
+    "python:kernel_targets:ReferenceOnDebian612",
+    f"exec:{sys.executable} -m conformance.cli serve "
+    "--target python:kernel_targets:ReferenceOnDebian612",
+])
+def test_a_target_that_reports_its_kernel_is_predicted_for_it(tmp_path: Path,
+                                                              target: str) -> None:
+    """A target's own kernel (a Python target's capabilities, an exec target's hello) is
+    the version the reference predicts for; --kernel overrides it."""
+    report = tmp_path / "r.json"
+    base = ("conformance", "--target", target, "--driver", "fec", "--rules", "FEC-RX-005",
+            "--report", str(report))
+    result = _with_tests_path(*base)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(report.read_text())["kernel"] == "6.12.117"
+    result = _with_tests_path(*base, "--kernel", "6.18")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(report.read_text())["kernel"] == "6.18.44"
+
+
+@pytest.mark.rule("KVER-002")
+def test_a_target_on_an_unsupported_kernel_is_refused_unless_overridden(tmp_path: Path) -> None:
+    base = ("conformance", "--target", "python:kernel_targets:ReferenceOnUbuntu68",
+            "--driver", "fec", "--rules", "FEC-RX-005")
+    result = _with_tests_path(*base)
+    assert result.returncode == 2
+    assert "the target's kernel '6.8.0-91-generic': 6.8 is not a version the model " \
+           "describes (KVER-002)" in result.stderr
+    assert _with_tests_path(*base, "--kernel", "7.3").returncode == 0
