@@ -25,6 +25,7 @@ import traceback
 from collections.abc import Iterable
 from typing import Any
 
+import attrs
 import pytest
 
 from conformance.components import Component
@@ -101,9 +102,16 @@ class ShrinkStopped(BaseException):
 class TargetSession:
     """A target plus the bookkeeping of its faults during one run (or one xdist worker)."""
 
-    def __init__(self, target: Target, spec: str, *, give_up: bool = True) -> None:
+    def __init__(
+        self, target: Target, spec: str, *, give_up: bool = True, kernel: str | None = None
+    ) -> None:
         self.target = target
         self.spec = spec
+        #: KVER-001: the version the reference predicts for: ``kernel`` (``--kernel``),
+        #: else the kernel the target reports, else the default.  Raises
+        #: :class:`~reference.kernel.UnsupportedKernel` (KVER-002) for one the model
+        #: does not describe.
+        self.kernel = session_kernel(kernel, target.capabilities.kernel)
         #: Whether a target that never answers is given up as broken.  ``fixtures verify``
         #: replays a finite set chosen to fail, so there every fault stays a verdict.
         self.give_up = give_up
@@ -185,8 +193,12 @@ def check(
     checks against an independent reference (a published vector) passes its own.
     """
     mask = tuple(mask)
+    scenario = with_kernel(scenario, session.kernel)
     if expected is None:
-        expected = component.expected(scenario)
+        try:
+            expected = component.expected(scenario)
+        except NotApplicable as exc:
+            pytest.skip(f"not applicable: {exc}")
     caps = session.target.capabilities
     if scenario.component not in caps.components:
         pytest.skip(f"not applicable: {session.spec} does not implement {scenario.component!r}")
@@ -199,6 +211,25 @@ def check(
         raise RuleMismatch(f"{context}: {text}" if context else text, first.rules, scenario,
                            expected, mask, session.spec)
     return result
+
+
+def session_kernel(override: str | None, reported: str | None) -> str:
+    """KVER-001: ``--kernel`` if given, else the target's own kernel, else the default;
+    always a full version (``"6.12.117"``), so a saved scenario says exactly what it was
+    judged for.  A live kernel the model does not describe is refused (KVER-002) unless
+    ``--kernel`` names one it does."""
+    from reference.kernel import parse_kernel, resolve_kernel
+
+    if override:
+        return str(parse_kernel(override, "--kernel"))
+    if reported:
+        return str(parse_kernel(reported, "the target's kernel"))
+    return str(resolve_kernel(None))
+
+
+def with_kernel(scenario: Scenario, kernel: str) -> Scenario:
+    """The scenario with its kernel filled in (one that names its own keeps it)."""
+    return scenario if scenario.kernel else attrs.evolve(scenario, kernel=kernel)
 
 
 def replay_command(spec: str, scenario: Scenario) -> str:
@@ -215,6 +246,8 @@ def reproducer(spec: str, scenario: Scenario, result: Comparison) -> str:
         f"rule {', '.join(first.rules) or '(unattributed)'}: first differing field "
         f"{first.describe()}",
     ]
+    if scenario.kernel:
+        lines.append(f"kernel: {scenario.kernel} (the version the reference predicted for)")
     more = len(result.mismatches) - 1
     if more:
         lines.append(f"({more} more differing field{'s' if more > 1 else ''})")
@@ -229,6 +262,7 @@ def fault_text(spec: str, kind: str, detail: str, scenario: Scenario) -> str:
     """The failure text of a target fault: what went wrong, the scenario, a replay line."""
     return "\n".join([
         f"target fault ({kind}): {detail}",
+        *([f"kernel: {scenario.kernel}"] if scenario.kernel else []),
         "scenario: " + json.dumps(scenario.to_json(), separators=(",", ":")),
         "replay: " + replay_command(spec, scenario),
     ])

@@ -26,8 +26,8 @@ import pytest
 from conformance import plugin
 from conformance import serve as serve_cli
 from conformance.mutation import cli as mutate_cli
-from conformance.usage import UsageError, check_target, check_timeout
-from reference import KERNEL_VERSION, __version__
+from conformance.usage import UsageError, check_kernel, check_target, check_timeout
+from reference import __version__
 
 EXIT_OK, EXIT_NONCONFORMANT, EXIT_ERROR = 0, 1, 2
 PROPERTIES_DIR = Path(__file__).resolve().parent / "properties"
@@ -63,11 +63,16 @@ def _parser() -> argparse.ArgumentParser:
                    help="an XDP op list as JSON text, or @FILE (default: return XDP_PASS)")
     e.add_argument("--events", default=None, metavar="JSON",
                    help="the scenario's events as JSON text, or @FILE (see PROTOCOL.md)")
+    e.add_argument("--kernel", default=None, metavar="VERSION",
+                   help="the kernel version to narrate for (default: the newest, 7.3)")
 
     r = sub.add_parser("replay", help="run one scenario (JSON) on a target and compare")
     r.add_argument("scenario", help="the scenario as JSON text, or @FILE")
     r.add_argument("--target", default="reference")
     r.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
+    r.add_argument("--kernel", default=None, metavar="VERSION",
+                   help="the kernel version to predict for (default: the scenario's own, "
+                        "else the target's running kernel, else the newest)")
     serve_cli.add_parser(sub)
     mutate_cli.add_parser(sub)
     return p
@@ -81,6 +86,11 @@ def _suite_options(c: argparse.ArgumentParser) -> None:
                         "veth, tun, iface:NAME[,peer=PEER] (live kernel, root)")
     c.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="per-request timeout for exec targets (default 10)")
+    c.add_argument("--kernel", default=None, metavar="VERSION",
+                   help="the kernel version the reference predicts for: 6.12, 6.18, 7.3 "
+                        "(a bare series means the tree SPEC.md was read from) or a full "
+                        "version such as 6.12.57 or 6.18.44-cloud-amd64; default: the "
+                        "target's running kernel for live targets, else the newest (7.3)")
     c.add_argument("--rules", action="append", default=[], metavar="GLOB",
                    help="check only rules matching GLOB, e.g. 'RSS-*' (repeatable)")
     c.add_argument("--profile", default="ci", choices=("ci", "dev", "deep"),
@@ -155,6 +165,7 @@ def run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str] =
         "-W", "ignore::pytest.PytestAssertRewriteWarning",
         "--rx-target", args.target,
         "--rx-timeout", str(args.timeout),
+        *(["--rx-kernel", args.kernel] if args.kernel else []),
         "-p", "no:benchmark",  # it would leave a .benchmarks directory in the user's cwd
     ]
     for glob in args.rules:
@@ -199,11 +210,12 @@ def run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str] =
               f"({first.splitlines()[0]})", file=sys.stderr)
         return EXIT_ERROR
 
-    _print_table(verdicts, args)
+    kernel = capture.kernel or kernel_used(args.kernel)
+    _print_table(verdicts, args, kernel)
     if interactive:
         _print_reproducers(verdicts)
     if args.report:
-        _write_report(args.report, verdicts, args)
+        _write_report(args.report, verdicts, args, kernel)
     failed = any(v.verdict == plugin.FAIL for v in verdicts.values())
     if capture.target_errors:
         print(f"rx-oracle: {len(capture.target_errors)} case(s) not run: the target was given "
@@ -223,8 +235,10 @@ class _Capture:
     faulted: list[str]
     answered: int
     unavailable: str | None
+    kernel: str | None
 
     def __init__(self) -> None:
+        self.kernel = None
         self.verdicts = {}
         self.target_errors = []
         self.faulted = []
@@ -239,6 +253,7 @@ class _Capture:
         self.faulted = list(rules.faulted)
         self.answered = rules.answered
         self.unavailable = rules.unavailable
+        self.kernel = rules.kernel
 
 
 class _Progress:
@@ -274,13 +289,22 @@ def _print_reproducers(verdicts: dict[str, plugin.RuleVerdict]) -> None:
                 print(f"\n--- failure ({rid}) ---\n{text}")
 
 
-def _print_table(verdicts: dict[str, plugin.RuleVerdict], args: argparse.Namespace) -> None:
+def kernel_used(option: str | None) -> str:
+    """KVER-001: the full version ``--kernel`` names, or the default (already checked)."""
+    from reference.kernel import resolve_kernel
+
+    return str(resolve_kernel(option))
+
+
+def _print_table(
+    verdicts: dict[str, plugin.RuleVerdict], args: argparse.Namespace, kernel: str
+) -> None:
     from rich.console import Console
     from rich.table import Table
 
     style = {plugin.PASS: "green", plugin.FAIL: "bold red", plugin.SKIP: "yellow"}
     table = Table(title=f"rx-oracle {__version__} · target {args.target} · profile {args.profile}"
-                        f" · kernel {KERNEL_VERSION}")
+                        f" · kernel {kernel}")
     table.add_column("rule")
     table.add_column("verdict")
     table.add_column("tests", justify="right")
@@ -299,13 +323,13 @@ def _print_table(verdicts: dict[str, plugin.RuleVerdict], args: argparse.Namespa
 
 
 def _write_report(
-    path: Path, verdicts: dict[str, plugin.RuleVerdict], args: argparse.Namespace
+    path: Path, verdicts: dict[str, plugin.RuleVerdict], args: argparse.Namespace, kernel: str
 ) -> None:
     report = {
         "format": "rx-oracle-report",
         "version": 1,
         "oracle_version": __version__,
-        "kernel": KERNEL_VERSION,
+        "kernel": kernel,
         "target": args.target,
         "profile": args.profile,
         "rules": [
@@ -340,6 +364,7 @@ def explain(args: argparse.Namespace) -> int:
 
     from conformance.capture import CaptureError, read_capture
     from conformance.scenario import Scenario, ScenarioError
+    from conformance.targets.base import NotApplicable
     from conformance.validate import SCHEMA_DIR, InputError, validate_scenario
     from conformance.validate import check as check_schema
     from reference.errors import OracleError
@@ -372,8 +397,10 @@ def explain(args: argparse.Namespace) -> int:
             check_schema(f"{args.driver}.events", events, "--events")
     except InputError as exc:
         raise UsageError(str(exc)) from None
+    check_kernel(args.kernel)
     doc: dict[str, Any] = {"component": args.driver, "config": config,
-                           "frames": [f.hex() for f in frames], "events": events}
+                           "frames": [f.hex() for f in frames], "events": events,
+                           "kernel": kernel_used(args.kernel)}
     if program is not None:
         doc["program"] = program
     try:
@@ -382,8 +409,12 @@ def explain(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     for note in notes:
         print(f"note: {note}")
+    print(f"kernel: {scenario.kernel}")
     try:
         print(narrate(scenario))
+    except NotApplicable as exc:
+        print(f"rx-oracle: not applicable for kernel {scenario.kernel}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     except OracleError as exc:
         print(f"rx-oracle: the reference refused this input: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -418,32 +449,50 @@ def _replay_input(text: str) -> tuple[Any, dict[str, Any] | None, tuple[str, ...
 
 def replay(args: argparse.Namespace) -> int:
     """Run one scenario on a target and on the reference; print the comparison."""
-    from conformance.check import TargetFault, TargetSession
+    import attrs
+
+    from conformance.check import TargetFault, TargetSession, session_kernel, with_kernel
     from conformance.components import registry
     from conformance.observe import compare
     from conformance.scenario import Scenario, ScenarioError, to_jsonable
-    from conformance.targets.base import TargetError, load_target
+    from conformance.targets.base import NotApplicable, TargetError, load_target
     from conformance.validate import InputError, validate_scenario
+    from reference.kernel import UnsupportedKernel, parse_kernel
 
     check_timeout(args.timeout)
+    check_kernel(args.kernel)
     doc, expected, mask = _replay_input(args.scenario)
     try:
         scenario = validate_scenario(Scenario.from_json(doc))
     except (ScenarioError, InputError) as exc:
         raise UsageError(f"bad scenario: {exc}") from None
     component = registry()[scenario.component]
-    if expected is None:
-        expected = component.expected(scenario)
     check_target(args.target, args.timeout)
     try:
         target = load_target(args.target, timeout=args.timeout)
     except TargetError as exc:
         raise UsageError(f"target error: {exc}") from None
     try:
+        # KVER-001: --kernel, else the scenario's own, else the target's, else the newest.
+        if args.kernel and str(parse_kernel(args.kernel)) != scenario.kernel:
+            scenario = attrs.evolve(scenario, kernel=str(parse_kernel(args.kernel)))
+            expected = None  # a recorded answer was for another version
+        try:
+            scenario = with_kernel(scenario, session_kernel(None, target.capabilities.kernel))
+        except UnsupportedKernel as exc:
+            raise UsageError(f"target error: {exc}") from None
+        print(f"kernel: {scenario.kernel}")
+        if expected is None:
+            try:
+                expected = component.expected(scenario)
+            except NotApplicable as exc:
+                print(f"not applicable: {exc}")
+                return EXIT_OK
         if scenario.component not in target.capabilities.components:
             print(f"not applicable: {args.target} does not implement {scenario.component!r}")
             return EXIT_OK
-        actual = TargetSession(target, args.target).run(scenario, expected, mask)
+        actual = TargetSession(target, args.target, kernel=scenario.kernel).run(
+            scenario, expected, mask)
         reports = target.capabilities.reports
     except TargetFault as fault:
         print(f"FAULT {fault.kind}: {fault.detail}")

@@ -27,6 +27,7 @@ from conformance.check import (
 from conformance.fixtures.record import FIXTURE_FORMAT, FIXTURE_VERSION, dump_line, scenario_key
 from conformance.scenario import to_jsonable
 from conformance.targets.base import TargetError, TargetSpecError, load_target
+from reference.errors import OracleError
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 
@@ -81,6 +82,8 @@ class RuleCollector:
     faulted: list[str] = attrs.field(factory=list)
     #: Set when the target could not be loaded at all (the run stops, exit 2).
     unavailable: str | None = None
+    #: KVER-001: the kernel version the reference predicted for (set by ``rx_target``).
+    kernel: str | None = None
 
     def selected(self, rules: Iterable[str]) -> bool:
         if not self.selectors:
@@ -258,6 +261,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="per-request timeout for exec targets (default 10)",
     )
     group.addoption(
+        "--rx-kernel",
+        default=None,
+        metavar="VERSION",
+        help="the kernel version the reference predicts for (6.12, 6.18, 7.3, or a full "
+        "version such as 6.12.57); default: the target's own kernel, else the newest",
+    )
+    group.addoption(
         "--rx-rules",
         action="append",
         default=[],
@@ -283,8 +293,15 @@ def rx_target(request: pytest.FixtureRequest) -> Generator[TargetSession, None, 
     except (TargetError, TargetSpecError) as exc:
         collector(request.config).unavailable = str(exc)
         pytest.exit(f"rx-oracle: target error: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
-    session = TargetSession(target, spec,
-                            give_up=not request.config.getoption("--rx-fixtures"))
+    try:
+        session = TargetSession(target, spec,
+                                give_up=not request.config.getoption("--rx-fixtures"),
+                                kernel=request.config.getoption("--rx-kernel"))
+    except (TargetError, OracleError) as exc:  # no hello, or a kernel refused (KVER-002)
+        target.close()
+        collector(request.config).unavailable = str(exc)
+        pytest.exit(f"rx-oracle: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+    collector(request.config).kernel = session.kernel
     try:
         yield session
     finally:
@@ -314,6 +331,7 @@ def save_failure(
         "scenario": failure.scenario.to_json(),
         "observables": to_jsonable(failure.expected),
         "provenance": {"oracle_version": __version__, "source": "conformance failure",
+                       "kernel": failure.scenario.kernel,
                        "test": nodeid,
                        "kind": failure.kind if isinstance(failure, TargetFault) else "mismatch"},
     }

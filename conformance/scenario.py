@@ -32,6 +32,10 @@ class Scenario:
     program: tuple[Mapping[str, Any], ...] | None = None
     per_packet_programs: Mapping[int, tuple[Mapping[str, Any], ...]] = attrs.field(factory=dict)
     rules: tuple[str, ...] = ()
+    #: KVER-001: the kernel version the scenario is judged for, as the user or the target
+    #: gave it (``"6.12"``, ``"6.18.44-cloud-amd64"``); empty means the default version.
+    #: The suite fills it in before a scenario reaches a target (:func:`with_kernel`).
+    kernel: str = ""
 
     def program_for(self, index: int) -> tuple[Mapping[str, Any], ...] | None:
         """The op list packet ``index`` runs: its own if it has one, else the default."""
@@ -55,6 +59,8 @@ class Scenario:
             }
         if self.rules:
             doc["rules"] = list(self.rules)
+        if self.kernel:
+            doc["kernel"] = self.kernel
         return doc
 
     @classmethod
@@ -83,6 +89,9 @@ class Scenario:
         config = doc.get("config") or {}
         if not isinstance(config, Mapping):
             raise ScenarioError("scenario.config must be an object")
+        kernel = doc.get("kernel", "")
+        if not isinstance(kernel, str):
+            raise ScenarioError("scenario.kernel must be a version string such as \"6.12\"")
         return cls(
             component=component,
             config=dict(config),
@@ -91,6 +100,7 @@ class Scenario:
             program=None if program is None else tuple(_ops(program, "program")),
             per_packet_programs=per_packet,
             rules=tuple(str(r) for r in _list(doc, "rules")),
+            kernel=kernel,
         )
 
 

@@ -66,9 +66,13 @@ def main(args: argparse.Namespace) -> int:
 
 def serve(target: Target, stdin: IO[str], stdout: IO[str]) -> None:
     """The protocol loop: hello, then one answer per request until bye or end of input."""
-    _send(stdout, {"type": "hello", "protocol": PROTOCOL_VERSION,
-                   "name": f"rx-oracle serve {target.name}",
-                   "capabilities": target.capabilities.to_json()})
+    caps = target.capabilities
+    hello: dict[str, object] = {"type": "hello", "protocol": PROTOCOL_VERSION,
+                                "name": f"rx-oracle serve {target.name}",
+                                "capabilities": caps.to_json()}
+    if caps.kernel is not None:
+        hello["kernel"] = caps.kernel  # KVER-001 (protocol 1.1)
+    _send(stdout, hello)
     for line in stdin:
         if not line.strip():
             continue

@@ -54,6 +54,18 @@ def check_output_dir(option: str, path: Path | None) -> None:
         raise UsageError(f"{option} {path}: directory {parent} does not exist")
 
 
+def check_kernel(value: str | None) -> None:
+    """KVER-002: ``--kernel`` names a version the model describes (or is absent)."""
+    if value is None:
+        return
+    from reference.kernel import UnsupportedKernel, parse_kernel
+
+    try:
+        parse_kernel(value, "--kernel")
+    except UnsupportedKernel as exc:
+        raise UsageError(str(exc)) from None
+
+
 def check_numprocesses(value: str | None) -> None:
     if value is None:
         return
@@ -98,6 +110,7 @@ def check_target(spec: str, timeout: float) -> None:
 def check_suite_options(args: argparse.Namespace) -> None:
     """Every option of ``conformance`` and ``fixtures verify``, before pytest starts."""
     check_timeout(args.timeout)
+    check_kernel(args.kernel)
     check_numprocesses(args.numprocesses)
     check_output_file("--report", args.report)
     check_output_file("--junitxml", args.junitxml)

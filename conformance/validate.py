@@ -86,6 +86,13 @@ def validate_scenario(scenario: Scenario) -> Scenario:
         raise InputError(f"scenario.component {scenario.component!r}: no such component; "
                          f"known: {', '.join(sorted(known))}")
     name = scenario.component
+    if scenario.kernel:
+        from reference.kernel import UnsupportedKernel, parse_kernel
+
+        try:
+            parse_kernel(scenario.kernel, "scenario.kernel")
+        except UnsupportedKernel as exc:
+            raise InputError(str(exc)) from None
     check(f"{name}.config", dict(scenario.config), "config")
     events = [dict(e) for e in scenario.events]
     if _validator(f"{name}.events") is not None:

@@ -8,5 +8,4 @@ named in the docstring or comment where the rule is implemented.
 
 __version__ = "0.1.0"
 
-#: The kernel tree SPEC.md describes (see its preface for the exceptions).
-KERNEL_VERSION = "v6.17"
+# The kernel version the model predicts for is a parameter: reference/kernel.py (KVER-001).

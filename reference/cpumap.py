@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 
 from reference import page_pool as pp
+from reference.kernel import DEFAULT_KERNEL, KernelVersion, gate
 from reference.kfuncs import BPF_MAP_TYPE_CPUMAP, LoadedBpfProg, map_update_prog
 from reference.page_pool.ptr_ring import PtrRing
 from reference.skb import PageFree, SkBuff, apply_mem_return, xdp_build_skb_from_frame
@@ -145,8 +146,9 @@ class CpuMap:
     """
 
     def __init__(self, max_entries: int, possible_cpus: Sequence[int], *, map_id: int = 1,
-                 pre_v6_4: bool = False) -> None:
+                 pre_v6_4: bool = False, kernel: KernelVersion = DEFAULT_KERNEL) -> None:
         self.max_entries = max_entries
+        self.kernel = kernel
         self.possible_cpus = frozenset(possible_cpus)
         self.map_id = map_id
         self.pre_v6_4 = pre_v6_4
@@ -186,10 +188,13 @@ class CpuMap:
             self._replace(key, None)
             emit(trace, "CPUMAP-MAP-002", "qsize 0: entry deleted", key=key)
             return 0
-        if prog is not None and map_update_prog(BPF_MAP_TYPE_CPUMAP, prog) < 0:
-            # __cpu_map_entry_alloc returns NULL for any failure: -ENOMEM.
-            emit(trace, "CPUMAP-MAP-003", "program refused: entry allocation fails")
-            return -errno.ENOMEM
+        if prog is not None:
+            rc = map_update_prog(BPF_MAP_TYPE_CPUMAP, prog, kernel=self.kernel)
+            if rc < 0:
+                # CPUMAP-MAP-003: __cpu_map_entry_alloc returns NULL for any failure
+                # (-ENOMEM), or from 48e11bad9a1f (gate CPUMAP-MAP-003) its error.
+                emit(trace, "CPUMAP-MAP-003", "program refused: entry allocation fails", rc=rc)
+                return rc if gate(self.kernel, "CPUMAP-MAP-003") else -errno.ENOMEM
         entry = CpuMapEntry(cpu=key, qsize=qsize, map_id=self.map_id, queue=PtrRing(qsize),
                             prog=tuple(ops) if prog is not None and ops is not None else None)
         self._replace(key, entry)

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import attrs
 
 from reference.errors import InvalidConfig
+from reference.kernel import DEFAULT_KERNEL, KernelVersion, gate
 from reference.trace import Trace, emit
 
 U16_MAX = 0xFFFF
@@ -542,8 +543,14 @@ class BpfDevices:
     dev_match_requires_offload: bool = False
     #: KFUNC-ATTACH-004: later trees (6.12.117, 7.3.4) check the new program inside
     #: dev_xdp_install(), after the ndo_bpf check and only when the program changes.
-    #: False is v6.17 as read (the checks run in dev_xdp_attach()).
+    #: False is v6.17 as read (the checks run in dev_xdp_attach()).  The kfunc component
+    #: sets it from the version gate KFUNC-ATTACH-004 (:func:`for_kernel`).
     attach_checks_in_install: bool = False
+
+    @classmethod
+    def for_kernel(cls, kernel: KernelVersion) -> BpfDevices:
+        """The devices of ``kernel``: KFUNC-ATTACH-004's check order from its gate."""
+        return cls(attach_checks_in_install=gate(kernel, "KFUNC-ATTACH-004"))
 
     def register_netdev(self, dev: NetDevice) -> None:
         """Make ``dev`` known; an offload-capable driver also registers it in ``offdevs``."""
@@ -764,10 +771,13 @@ def bpf_prog_map_compatible(prog: LoadedBpfProg) -> bool:
     return not prog.dev_bound
 
 
-def map_update_prog(map_type: int, prog: LoadedBpfProg, trace: Trace | None = None) -> int:
+def map_update_prog(map_type: int, prog: LoadedBpfProg, trace: Trace | None = None,
+                    kernel: KernelVersion = DEFAULT_KERNEL) -> int:
     """Insert ``prog`` into a map of ``map_type``; returns 0 or ``-errno`` (KFUNC-MAP-*).
 
     For DEVMAP/DEVMAP_HASH/CPUMAP the rest of the value (ifindex, qsize) is assumed valid.
+    A CPUMAP refusal reads -ENOMEM before 48e11bad9a1f (v7.0) and -EINVAL from it on
+    (version gate KFUNC-MAP-004).
     """
     if map_type == BPF_MAP_TYPE_PROG_ARRAY:  # prog_fd_array_get_ptr()
         ok = prog.attr.prog_type != BPF_PROG_TYPE_EXT and bpf_prog_map_compatible(prog)
@@ -787,7 +797,9 @@ def map_update_prog(map_type: int, prog: LoadedBpfProg, trace: Trace | None = No
             and prog.attr.expected_attach_type == BPF_XDP_CPUMAP
             and bpf_prog_map_compatible(prog)
         )
-        rule, rc = "KFUNC-MAP-004", -errno.ENOMEM  # entry alloc failure reads as -ENOMEM
+        # KFUNC-MAP-004: the entry allocation's failure reads -ENOMEM, or (gate) its errno.
+        rule = "KFUNC-MAP-004"
+        rc = -errno.EINVAL if gate(kernel, "KFUNC-MAP-004") else -errno.ENOMEM
     else:
         raise InvalidConfig("not a map type that holds programs", field="map_type",
                             value=map_type)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import attrs
 
 from reference import veth
+from reference.kernel import DEFAULT_KERNEL, KernelVersion, gate
 from reference.kfuncs import XdpMetadataOps
 from reference.xdp.arch import X86_64, align_up
 
@@ -57,9 +58,10 @@ def tun_can_build_skb(length: int, *, tap: bool = True, noblock: bool = True,
     return need <= PAGE_SIZE
 
 
-def tun_build_skb_layout(length: int) -> TunBuffLayout:
+def tun_build_skb_layout(length: int, kernel: KernelVersion = DEFAULT_KERNEL) -> TunBuffLayout:
     """TUN-BUF-001: ``pad`` = TUN_RX_PAD + XDP_PACKET_HEADROOM, ``buflen`` = the aligned
-    pad + frame plus the aligned shared info, metadata valid."""
+    pad + frame plus the aligned shared info; metadata valid on kernels with c2315ebb0588
+    (v6.15+), unsupported before it (6.12: ``bpf_xdp_adjust_meta`` is -ENOTSUPP)."""
     pad = TUN_RX_PAD + XDP_PACKET_HEADROOM
     buflen = align_up(length + pad, SMP_CACHE_BYTES) + SHINFO_ALIGNED
-    return TunBuffLayout(pad, buflen, True)
+    return TunBuffLayout(pad, buflen, gate(kernel, "TUN-BUF-001"))

@@ -23,6 +23,7 @@ from reference.cpumap import (
 )
 from reference.cpumap_sim import CpumapSim, SimConfig
 from reference.errors import InvalidConfig
+from reference.kernel import parse_kernel
 from reference.kfuncs import BPF_XDP_CPUMAP, BPF_XDP_DEVMAP, BpfDevices, BpfProg, LoadedBpfProg
 from reference.xdp.buff import XdpBuff, xdp_init_buff, xdp_prepare_buff
 from reference.xdp.frame import XdpFrame, xdp_convert_buff_to_frame
@@ -107,9 +108,12 @@ def test_qsize_zero_deletes_and_updates_replace() -> None:
 
 @pytest.mark.rule("CPUMAP-MAP-003")
 def test_second_program_must_be_a_cpumap_program() -> None:
-    cmap = CpuMap(4, [0, 1])
+    """Before 48e11bad9a1f (6.18 here) a refusal reads -ENOMEM; from v7.0 -EINVAL."""
+    cmap = CpuMap(4, [0, 1], kernel=parse_kernel("6.18"))
     assert cmap.update_elem(B, 8, prog=load(BPF_XDP_DEVMAP), ops=()) == -errno.ENOMEM
     assert cmap.update_elem(B, 8, prog=load(0), ops=()) == -errno.ENOMEM
+    assert CpuMap(4, [0, 1], kernel=parse_kernel("7.3")).update_elem(
+        B, 8, prog=load(0), ops=()) == -errno.EINVAL
     assert cmap.lookup(B) is None
     assert cmap.update_elem(B, 8, prog=load(BPF_XDP_CPUMAP), ops=({"op": "return",
                                                                   "action": 2},)) == 0

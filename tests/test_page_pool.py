@@ -12,6 +12,7 @@ import errno
 import pytest
 
 from reference.errors import InvalidConfig, StateViolation
+from reference.kernel import DEFAULT_KERNEL, KernelVersion, parse_kernel
 from reference.page_pool import (
     ARM64_4K,
     ARM64_ARCH_DMA_MINALIGN,
@@ -90,12 +91,14 @@ def make_pool(
     dev: DmaDevice | None = None,
     allocator: PageAllocator | None = None,
     cpuid: int = -1,
+    kernel: KernelVersion | None = None,
 ) -> PagePool:
     params = PagePoolParams(
         flags=flags, pool_size=pool_size, max_len=max_len, offset=offset, nid=nid,
         order=order, napi=napi, dma_dir=DMA_FROM_DEVICE, dev=dev or DmaDevice(),
     )
-    res = page_pool_create_percpu(params, cpuid, allocator=allocator or PageAllocator())
+    res = page_pool_create_percpu(params, cpuid, allocator=allocator or PageAllocator(),
+                                  kernel=kernel or DEFAULT_KERNEL)
     assert res.pool is not None, res.err
     return res.pool
 
@@ -149,8 +152,13 @@ def test_constants_transcribed_from_headers() -> None:
 # ----------------------------------------------------------------------------- creation
 
 
-def _create(**kw: object) -> int:
-    return page_pool_create(PagePoolParams(**kw)).err  # type: ignore[arg-type]
+#: A kernel before the 16K clamp (PP-INIT-002) and the order check (PP-INIT-007): these
+#: tests state the earlier side; tests/test_kernel.py checks both sides of each gate.
+OLD = parse_kernel("6.12.62")
+
+
+def _create(kernel: KernelVersion = OLD, **kw: object) -> int:
+    return page_pool_create(PagePoolParams(**kw), kernel=kernel).err  # type: ignore[arg-type]
 
 
 @pytest.mark.rule("PP-INIT-001")
@@ -165,6 +173,9 @@ def test_ring_size_default_and_limit() -> None:
     assert res.pool is not None and res.pool.ring.size == 1024
     assert _create(pool_size=32768) == 0
     assert _create(pool_size=32769) == -errno.E2BIG
+    # From 6.12.63 / 6.18 the size is clamped instead (version gate PP-INIT-002).
+    clamped = page_pool_create(PagePoolParams(pool_size=40000), kernel=parse_kernel("7.3"))
+    assert clamped.pool is not None and clamped.pool.ring.size == 16384
 
 
 @pytest.mark.rule("PP-INIT-003")
@@ -210,7 +221,10 @@ def test_initial_state() -> None:
 
 @pytest.mark.rule("PP-INIT-007", "PP-ALLOC-006")
 def test_no_order_check_at_create_allocation_fails_instead() -> None:
-    pool = make_pool(order=11)
+    """Before 9954464d737d (6.18 here); 7.x refuses the order at creation (-EINVAL)."""
+    assert _create(kernel=parse_kernel("7.3"), order=11) == -errno.EINVAL
+    assert _create(kernel=parse_kernel("7.3"), order=10) == 0
+    pool = make_pool(order=11, kernel=parse_kernel("6.18"))
     assert pool.alloc_pages(SOFTIRQ0) is None
     s = pool.stats().alloc_stats
     assert (s.slow, s.slow_high_order, s.empty) == (0, 0, 1)

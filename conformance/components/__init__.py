@@ -17,6 +17,8 @@ import attrs
 
 from conformance.observe import matches
 from conformance.scenario import Scenario
+from conformance.targets.base import NotApplicable
+from reference.kernel import GATES, KernelVersion, gate, resolve_kernel
 
 
 @attrs.frozen
@@ -55,6 +57,24 @@ class Component:
             return finer[0](path) or self.rules_for(path)
 
         return rules
+
+
+def kernel_of(scenario: Scenario) -> KernelVersion:
+    """KVER-001: the version the reference predicts a scenario for."""
+    return resolve_kernel(scenario.kernel)
+
+
+def require(scenario: Scenario, rule: str, what: str) -> KernelVersion:
+    """The scenario's kernel, if it is on the side of ``rule``'s version gate the model
+    describes; else :class:`NotApplicable`: the model has only the later behaviour, so it
+    makes no prediction for this version (never a pass, never a guess)."""
+    kernel = kernel_of(scenario)
+    if not gate(kernel, rule):
+        g = GATES[rule]
+        raise NotApplicable(
+            f"kernel {kernel}: {what}: before {g.commit} ({rule}, {g.since.describe()}) "
+            f"{g.before}; the model describes only the later behaviour")
+    return kernel
 
 
 @functools.cache

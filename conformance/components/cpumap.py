@@ -34,7 +34,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.components import Component
+from conformance.components import Component, require
 from conformance.components.xdp import op_lists
 from conformance.scenario import Scenario
 from reference.cpumap_sim import CpumapSim, SimConfig
@@ -45,6 +45,10 @@ from reference.xdp.mem import MemType
 
 
 def config_of(scenario: Scenario) -> SimConfig:
+    """The engine's configuration.  Version gate CPUMAP-KT-004: the model has the GRO
+    kthread (v6.15+) only, so 6.12 scenarios are not applicable.  ``pre_v6_4`` stays an
+    explicit switch: it forces a behaviour older than every supported version."""
+    require(scenario, "CPUMAP-KT-004", "the cpumap kthread")
     cfg = scenario.config
     free_cpu = cfg.get("free_cpu")
     return SimConfig(

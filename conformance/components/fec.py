@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
 from hypothesis import strategies as st
 
 from conformance.components import Component
@@ -51,6 +52,7 @@ from reference.fec.bufdesc import (
 )
 from reference.fec.counters import ethtool_xdp_and_pp
 from reference.fec.state import FecConfig, Fep, TxBufType
+from reference.kernel import resolve_kernel
 from reference.page_pool.stats import PagePoolStats
 from reference.trace import Trace
 from reference.xdp.buff import XdpBuff, xdp_init_buff, xdp_prepare_buff
@@ -70,7 +72,7 @@ _PAGE_MASK = 4096 - 1
 def config_of(scenario: Scenario) -> FecConfig:
     cfg = {k: v for k, v in scenario.config.items() if k not in _DRIVER_KEYS}
     cfg["xdp"] = scenario.program is not None or bool(scenario.per_packet_programs)
-    return FecConfig.from_dict(cfg)
+    return attrs.evolve(FecConfig.from_dict(cfg), kernel=resolve_kernel(scenario.kernel))
 
 
 def _skb_obs(skb: rx.Skb | None) -> dict[str, Any] | None:

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from conformance.components import Component
 from conformance.scenario import Scenario
 from reference import kfuncs as k
+from reference.kernel import resolve_kernel
 from reference.trace import Trace
 
 KFUNCS = ("rx_timestamp", "rx_hash", "rx_vlan_tag")
@@ -63,7 +64,8 @@ def expected(scenario: Scenario) -> dict[str, Any]:
 
 def _run(scenario: Scenario, traces: list[Trace] | None) -> dict[str, Any]:
     """Replay the events; with ``traces``, record one reference trace per event."""
-    devices = k.BpfDevices()
+    kernel = resolve_kernel(scenario.kernel)
+    devices = k.BpfDevices.for_kernel(kernel)
     for d in scenario.config.get("devices", []):
         devices.register_netdev(k.NetDevice(
             ifindex=int(d["ifindex"]), name=str(d.get("name", f"dev{d['ifindex']}")),
@@ -99,7 +101,7 @@ def _run(scenario: Scenario, traces: list[Trace] | None) -> dict[str, Any]:
                 out_attach = devices.dev_xdp_attach(dev, prog, int(ev.get("flags", 0)), trace)
                 events.append({"rc": out_attach.rc})
         elif op == "map_update":
-            events.append({"rc": k.map_update_prog(int(ev["map_type"]), prog, trace)})
+            events.append({"rc": k.map_update_prog(int(ev["map_type"]), prog, trace, kernel)})
         elif op == "call":
             result = getattr(prog, f"call_{ev['kfunc']}")(None, trace)
             events.append({"rc": result.rc,

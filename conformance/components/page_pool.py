@@ -47,6 +47,7 @@ from hypothesis import strategies as st
 from conformance.components import Component
 from conformance.scenario import Scenario
 from reference import page_pool as pp
+from reference.kernel import resolve_kernel
 from reference.page_pool.frag import page_pool_dev_alloc, page_pool_dev_alloc_frag
 from reference.page_pool.stats import ethtool_stats
 from reference.trace import Trace
@@ -66,7 +67,7 @@ def _pool(scenario: Scenario) -> pp.PagePool:
         napi=napi,
         dev=pp.DmaDevice(),
     )
-    created = pp.page_pool_create(params)
+    created = pp.page_pool_create(params, kernel=resolve_kernel(scenario.kernel))
     if created.pool is None:
         raise ValueError(f"page_pool_create failed with {created.err}")
     return created.pool

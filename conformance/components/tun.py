@@ -21,6 +21,7 @@ from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames
 from reference import tun
 from reference.errors import InvalidConfig
+from reference.kernel import resolve_kernel
 
 MAX_FRAME = 1514
 
@@ -31,10 +32,11 @@ def _packet(scenario: Scenario, i: int) -> tuple[dict[str, Any], bool]:
         raise InvalidConfig("a tap frame is 14 .. 1514 bytes", field=f"frames[{i}]",
                             value=len(frame), rule="TUN-BUF-001")
     ops = scenario.program_for(i) or PASS_PROGRAM
-    layout = tun.tun_build_skb_layout(len(frame))
+    layout = tun.tun_build_skb_layout(len(frame), resolve_kernel(scenario.kernel))
     packet, run, _ = run_on_buffer(frame, ops, headroom=layout.headroom,
                                    frame_sz=layout.frame_sz,
-                                   metadata_ops=tun.TUN_XDP_METADATA_OPS, ctx=None)
+                                   metadata_ops=tun.TUN_XDP_METADATA_OPS, ctx=None,
+                                   meta_valid=layout.meta_valid)
     return packet, tun.headroom_exposed(ops, run.records)
 
 

@@ -27,9 +27,11 @@ from conformance.components.kfunc import KFUNCS, _ops
 from conformance.components.kfunc import _result as kfunc_result
 from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames
+from reference.kernel import resolve_kernel
 from reference.trace import Trace
 from reference.xdp import program as prog
 from reference.xdp.actions import XdpAction, classify_action
+from reference.xdp.arch import KernelSemantics, xdp_semantics
 from reference.xdp.buff import (
     XdpBuff,
     xdp_buff_add_frag,
@@ -44,6 +46,12 @@ from reference.xdp.memory import Page
 from reference.xdp.rxq import NetDev, XdpRxqInfo
 
 PASS_PROGRAM: tuple[Mapping[str, Any], ...] = ({"op": "return", "action": 2},)
+
+
+def semantics_of(scenario: Scenario) -> KernelSemantics:
+    """The XDP-core behaviour of the scenario's kernel (XDP-ADJ-008, XDP-ADJ-010,
+    XDP-BUFF-006 version gates)."""
+    return xdp_semantics(resolve_kernel(scenario.kernel))
 
 
 def _setup(scenario: Scenario, frame: bytes) -> tuple[XdpBuff, list[MemReturn]]:
@@ -68,7 +76,8 @@ def _setup(scenario: Scenario, frame: bytes) -> tuple[XdpBuff, list[MemReturn]]:
         chunk, rest = rest[:frag_size], rest[frag_size:]
         frag = Page.zeroed(frag_size)
         frag.data[: len(chunk)] = chunk
-        if not xdp_buff_add_frag(xdp, frag, 0, len(chunk), frag_size, released=released):
+        if not xdp_buff_add_frag(xdp, frag, 0, len(chunk), frag_size, released=released,
+                                 kernel=semantics_of(scenario)):
             raise ValueError("frame needs more than MAX_SKB_FRAGS frags")
     return xdp, released
 
@@ -79,7 +88,8 @@ def _run_packet(scenario: Scenario, index: int, trace: Trace | None) -> tuple[di
     xdp, released = _setup(scenario, frame)
     ops = scenario.program_for(index) or PASS_PROGRAM
     metadata_ops = _ops(scenario.config["ops"]) if "ops" in scenario.config else None
-    run = prog.run_program(ops, xdp, metadata_ops=metadata_ops, released=released, trace=trace)
+    run = prog.run_program(ops, xdp, metadata_ops=metadata_ops, released=released,
+                           kernel=semantics_of(scenario), trace=trace)
     frame_obs: dict[str, Any] | None = None
     xmit_failed = False
     if run.action in (XdpAction.XDP_TX, XdpAction.XDP_REDIRECT):

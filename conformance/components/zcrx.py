@@ -42,7 +42,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.components import Component
+from conformance.components import Component, require
 from conformance.scenario import Scenario
 from reference import packet
 from reference.errors import InvalidConfig
@@ -86,7 +86,9 @@ def _ints(value: Any, n: int, field: str) -> tuple[int, ...]:
 
 
 def config_of(scenario: Scenario) -> EngineConfig:
-    """The model's configuration of a scenario (see the module docstring)."""
+    """The model's configuration of a scenario (see the module docstring).  Version gate
+    ZCRX-REG-001: the model describes v7.0's zcrx; earlier kernels are not applicable."""
+    require(scenario, "ZCRX-REG-001", "io_uring zcrx with rx_buf_len")
     cfg = scenario.config
     for knob in UNMERGED_KNOBS:
         if knob in cfg:

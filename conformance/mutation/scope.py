@@ -30,6 +30,7 @@ grew.
 | ``xdp/frame.py``, ``xdp/mem.py`` | xdp, cpumap | frame conversion and memory return feed cpumap |
 | ``xdp/*`` (the rest) | xdp, veth | the generic buffer path and veth's |
 | ``page_pool/*`` | page_pool, cpumap | cpumap recycles pages through the pool |
+| ``kernel.py`` | fec, tun, kfunc, page_pool, cpumap, zcrx | the version gates they consult |
 
 Not mutated: ``reference/__init__.py`` (version strings), ``trace.py`` (explanations,
 never an observable) and ``errors.py`` (exception messages and pickling: the suite never
@@ -60,6 +61,7 @@ TABLE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reference/packet.py", ("rss", "fec", "mlx5")),
     ("reference/checksum.py", ("fec", "mlx5")),
     ("reference/kfuncs.py", ("kfunc", "xdp", "veth", "rss")),
+    ("reference/kernel.py", ("fec", "tun", "kfunc", "page_pool", "cpumap", "zcrx")),
     ("reference/xdp/frame.py", ("xdp", "cpumap")),
     ("reference/xdp/mem.py", ("xdp", "cpumap")),
     ("reference/xdp/*", ("xdp", "veth")),

@@ -52,12 +52,17 @@ class Capabilities:
     ``components`` names the scenario components it accepts (``rss``, ``xdp``, ...).
     ``reports`` lists glob patterns over observable paths (``packets[*].verdict``);
     anything else the reference predicts is shown as "not checked".
+    ``kernel`` is the kernel the target runs (``uname -r`` of a live target, or what an
+    exec target's hello says): the reference predicts for it unless ``--kernel``
+    overrides (KVER-001).  ``None`` for a target that is not a particular kernel.
     """
 
     components: frozenset[str]
     reports: tuple[str, ...] = ("*",)
+    kernel: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The hello's ``capabilities`` (the kernel travels beside it, as ``hello.kernel``)."""
         return {"components": sorted(self.components), "reports": list(self.reports)}
 
 

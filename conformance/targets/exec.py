@@ -137,7 +137,12 @@ class ExecTarget:
             raise TargetError(f"{self.name}: hello lacks capabilities.components/reports")
         if isinstance(hello.get("name"), str):
             self.name = f"exec:{hello['name']}"
-        self._caps = Capabilities(frozenset(map(str, comps)), tuple(map(str, reports)))
+        kernel = hello.get("kernel")  # KVER-001: optional, protocol 1.1
+        if kernel is not None and not isinstance(kernel, str):
+            self._kill()
+            raise TargetError(f"{self.name}: hello.kernel must be a version string, "
+                              f"got {_short(kernel)}")
+        self._caps = Capabilities(frozenset(map(str, comps)), tuple(map(str, reports)), kernel)
 
     @staticmethod
     def _pump(stream: IO[str], lines: queue.Queue[object]) -> None:

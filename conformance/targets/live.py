@@ -17,6 +17,7 @@ bpftool, libbpf, kernel BTF (:func:`conformance.live.env.missing` says what is m
 
 from __future__ import annotations
 
+import platform
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -80,7 +81,8 @@ class LiveTarget:
     @property
     def capabilities(self) -> Capabilities:
         components = frozenset({self.driver}) if self.driver in MODELLED_DRIVERS else frozenset()
-        return Capabilities(components)
+        # KVER-001: the reference predicts for the kernel these drivers run in.
+        return Capabilities(components, kernel=platform.release())
 
     def run(self, scenario: Scenario) -> dict[str, Any]:
         from conformance.live.probe import MAX_PKTS, ProbeError, decode_record

@@ -18,8 +18,8 @@ no protocol answers them and the stack adds no drops of its own to ``rx_dropped`
 Observables (PROTOCOL.md, component ``fec``): ``packets[*].verdict`` and
 ``packets[*].ops`` (the probe's records, paired with frames by the length each XDP run
 started with: a frame the driver takes as an error has none), ``wire`` (frames back at
-the host), ``counters`` (the netdev counters, as deltas over the scenario; on the RACC
-board without ``rx_bytes``, see :func:`reports`), ``ethtool`` (the XDP and page_pool
+the host), ``counters`` (the netdev counters, as deltas over the scenario; ``rx_bytes``
+as the guest's kernel counts it, FEC-RX-005's version gate), ``ethtool`` (the XDP and page_pool
 strings of ``ethtool -S``; absolute, as the device was just opened).  Everything else is
 null and declared not reported, so it shows as "not checked": descriptor contents and
 ring slots, skbs (QEMU writes no checksum or VLAN status), page_pool internals,
@@ -105,7 +105,8 @@ class QemuFecTarget:
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(frozenset({"fec"}), reports(self.fixed))
+        # KVER-001: the guest's kernel (the package's version, e.g. 6.12.117+deb13-armmp).
+        return Capabilities(frozenset({"fec"}), reports(self.fixed), kernel=self.kernel_version)
 
     # --- what the board can reproduce -----------------------------------------------------
 
@@ -225,16 +226,12 @@ def match_records(frames: Sequence[bytes], records: Sequence[bytes]
 
 
 def reports(fixed: Mapping[str, Any]) -> tuple[str, ...]:
-    """What the board reports (:data:`REPORTS`), less ``counters.rx_bytes`` where RACC
-    pads frames: the model counts the pad (v6.17-rc3), while the kernels Debian ships
-    (6.12.117: ``fec_main.c:1801-1803``; 7.3.4: ``rx_bytes += pkt_len - fep->rx_shift``)
-    leave it out, the version note of FEC-RX-005.  Until the model predicts per kernel
-    version, that counter shows as not checked on this board (never as a pass or a
-    failure the board cannot fix); without RACC both agree and it is checked."""
-    if not fixed.get("racc"):
-        return REPORTS
-    counters = tuple(f"counters.{name}" for name in _NETDEV if name != "rx_bytes")
-    return tuple(r for r in REPORTS if r != "counters.*") + counters
+    """What the board reports (:data:`REPORTS`).  ``counters.rx_bytes`` is among them: the
+    reference predicts for the guest's kernel (the target reports it), and the version
+    gate of FEC-RX-005 leaves the RACC pad out on 6.12.63 and later, as Debian's kernels
+    do.  ``fixed`` (the board) no longer changes the answer; it is kept for callers."""
+    del fixed
+    return REPORTS
 
 
 def is_control_frame(frame: bytes) -> bool:

@@ -14,9 +14,12 @@
 
 #include "target.h"
 
+/* "kernel" (protocol 1.1): the kfunc rules here follow 6.18 (a refused CPUMAP program reads
+ * -ENOMEM, attach checks before the ndo_bpf check), so the suite predicts for 6.18. */
 #define HELLO                                                                                  \
     "{\"type\":\"hello\",\"protocol\":1,\"name\":\"rx-oracle C example target\","            \
-    "\"capabilities\":{\"components\":[\"rss\",\"kfunc\"],\"reports\":[\"*\"]}}"
+    "\"capabilities\":{\"components\":[\"rss\",\"kfunc\"],\"reports\":[\"*\"]},"           \
+    "\"kernel\":\"6.18\"}"
 
 /* The request id as the suite sent it (an integer, exact even beyond 2^53). */
 static cJSON *copy_id(const cJSON *id)

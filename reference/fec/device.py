@@ -85,8 +85,8 @@ def receive(fep: Fep, frame: bytes, faults: frozenset[str] = frozenset(),
     that slot is EMPTY; otherwise it is dropped (ring full).  FEC-DEV-002: the stored
     bytes are [2 pad bytes with SHIFT16] + frame + FCS and ``cbd_datlen`` counts them all.
     FEC-DEV-003: a frame whose stored bytes (pad, frame, FCS) exceed ``PKT_MAXBUF_SIZE``
-    is truncated there and flagged LG and TR (``BD_ENET_RX_CL``).  FEC-DEV-005: the status written is
-    W and INTR kept, E cleared, L set, plus error bits; faults add CR, OV, NO or drop L.
+    is truncated there and flagged LG and TR (``BD_ENET_RX_CL``).  FEC-DEV-005: the status
+    written is W and INTR kept, E cleared, L set, plus error bits; faults add CR, OV, NO or drop L.
     """
     cfg = fep.cfg
     ring = fep.rxq.ring

@@ -229,12 +229,13 @@ def fec_enet_rx_queue(fep: Fep, budget: int, program_for: Callable[[int], Progra
                  sc=bd.cbd_sc)
             outcome = "error"
         else:
-            # FEC-RX-005: counted before anything can drop it, FCS and pad included.
+            # FEC-RX-005: counted before anything can drop it, FCS included; the RACC
+            # pad too, unless the kernel carries ad17e7e92a7c (gate FEC-RX-005).
             stats.rx_packets += 1
             pkt_len = bd.cbd_datlen
-            stats.rx_bytes += pkt_len
+            stats.rx_bytes += pkt_len - cfg.rx_bytes_pad
             emit(trace, "FEC-RX-005", "rx_packets/rx_bytes counted from cbd_datlen",
-                 datlen=pkt_len)
+                 datlen=pkt_len, pad_excluded=cfg.rx_bytes_pad)
             if pkt_len < sub_len:
                 raise StateViolation("cbd_datlen shorter than FCS and pad", obj="bufdesc",
                                      rule="FEC-RX-005")

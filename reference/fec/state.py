@@ -17,6 +17,7 @@ from reference import page_pool as pp
 from reference.errors import InvalidConfig
 from reference.fec.bufdesc import ByteOrder, Ring
 from reference.fec.counters import NetStats, new_xdp_stats
+from reference.kernel import DEFAULT_KERNEL, KernelVersion, gate
 from reference.xdp.arch import Arch
 from reference.xdp.frame import XdpFrame
 from reference.xdp.memory import Page as XPage
@@ -78,7 +79,9 @@ class FecConfig:
     ``xdp_frame`` first; it was replaced in the same merge (FEC-XDP-008);
     ``redirect_ok``: an XDP_REDIRECT finds a target (FEC-XDP-006);
     ``arch``: ``"arm64"`` or ``"armhf"``, the sizes the XDP helpers and the pool's
-    ``max_len`` depend on (FEC-RX-017).
+    ``max_len`` depend on (FEC-RX-017);
+    ``kernel``: the kernel version the model predicts for (KVER-001; set from the
+    scenario, not from its config).
     """
 
     byte_order: ByteOrder = ByteOrder.LITTLE
@@ -95,6 +98,7 @@ class FecConfig:
     redirect_ok: bool = False
     cpu: int = 0
     arch: str = "arm64"
+    kernel: KernelVersion = DEFAULT_KERNEL
 
     def __attrs_post_init__(self) -> None:
         if self.arch not in ARCHES:
@@ -112,7 +116,7 @@ class FecConfig:
     @classmethod
     def from_dict(cls, cfg: dict[str, Any]) -> FecConfig:
         order = ByteOrder(cfg.get("byte_order", "little"))
-        known = {f.name for f in attrs.fields(cls)} - {"byte_order"}
+        known = {f.name for f in attrs.fields(cls)} - {"byte_order", "kernel"}
         unknown = set(cfg) - known - {"byte_order"}
         if unknown:
             raise InvalidConfig("unknown fec config keys", field="config",
@@ -133,6 +137,12 @@ class FecConfig:
     def data_start(self) -> int:
         """Where the frame starts in the page: headroom plus the SHIFT16 pad (FEC-RX-002)."""
         return FEC_ENET_XDP_HEADROOM + (SHIFT16_PAD if self.racc else 0)
+
+    @property
+    def rx_bytes_pad(self) -> int:
+        """FEC-RX-005: the RACC pad bytes ``rx_bytes`` leaves out: 2 with RACC on kernels
+        that carry ad17e7e92a7c (6.12.63+, 6.18+), else 0."""
+        return SHIFT16_PAD if self.racc and gate(self.kernel, "FEC-RX-005") else 0
 
     @property
     def sub_len(self) -> int:

@@ -29,6 +29,8 @@ PP_ALLOC_CACHE_REFILL = 64
 PP_RING_DEFAULT_SIZE = 1024
 #: Largest accepted ``pool_size``; larger is -E2BIG in v6.17-rc3 (PP-INIT-002).
 PP_RING_SIZE_LIMIT = 32768
+#: The ring size later kernels clamp ``pool_size`` to instead (PP-INIT-002 version gate).
+PP_RING_CLAMP = 16384
 
 # --- frag API (net/core/page_pool.c) ------------------------------------------------------
 #: ``LONG_MAX >> 1`` on a 64-bit kernel.

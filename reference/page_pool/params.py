@@ -11,6 +11,7 @@ import errno
 import attrs
 
 from reference.errors import InvalidConfig
+from reference.kernel import DEFAULT_KERNEL, KernelVersion, gate
 
 from .constants import (
     DMA_BIDIRECTIONAL,
@@ -18,6 +19,7 @@ from .constants import (
     PP_FLAG_ALL,
     PP_FLAG_DMA_MAP,
     PP_FLAG_DMA_SYNC_DEV,
+    PP_RING_CLAMP,
     PP_RING_DEFAULT_SIZE,
     PP_RING_SIZE_LIMIT,
     U32_MASK,
@@ -84,10 +86,20 @@ def _u32_field(name: str, value: int) -> None:
                             rule="PP-INIT-010")
 
 
-def page_pool_init_check(params: PagePoolParams) -> int:
+def ring_qsize(params: PagePoolParams, kernel: KernelVersion = DEFAULT_KERNEL) -> int:
+    """PP-INIT-002: the ptr_ring size: ``pool_size`` or 1024, clamped to 16384 on kernels
+    with "page_pool: Clamp pool size to max 16K pages" (version gate PP-INIT-002)."""
+    size = params.pool_size or PP_RING_DEFAULT_SIZE
+    return min(size, PP_RING_CLAMP) if gate(kernel, "PP-INIT-002") else size
+
+
+def page_pool_init_check(params: PagePoolParams, kernel: KernelVersion = DEFAULT_KERNEL,
+                         max_page_order: int = 10) -> int:
     """The checks of ``page_pool_init`` in kernel order; 0 or a negative errno.
 
-    PP-INIT-001 .. PP-INIT-005.  There is no order check in v6.17-rc3 (PP-INIT-007).
+    PP-INIT-001 .. PP-INIT-005.  Version gates: a ring above 32768 is -E2BIG only before
+    the 16K clamp (PP-INIT-002); an order above ``MAX_PAGE_ORDER`` is -EINVAL, after the
+    other checks, only from 9954464d737d (PP-INIT-007; the model has no memory provider).
     """
     for name in ("order", "pool_size", "max_len", "offset", "flags", "queue_idx"):
         _u32_field(name, getattr(params, name))
@@ -96,8 +108,7 @@ def page_pool_init_check(params: PagePoolParams) -> int:
                             value=params.dma_dir, rule="PP-INIT-010")
     if params.flags & ~PP_FLAG_ALL:  # PP-INIT-001
         return -errno.EINVAL
-    ring_qsize = params.pool_size or PP_RING_DEFAULT_SIZE  # PP-INIT-002
-    if ring_qsize > PP_RING_SIZE_LIMIT:
+    if ring_qsize(params, kernel) > PP_RING_SIZE_LIMIT:  # PP-INIT-002
         return -errno.E2BIG
     if params.flags & PP_FLAG_DMA_MAP and params.dma_dir not in (  # PP-INIT-003
         DMA_FROM_DEVICE,
@@ -109,4 +120,6 @@ def page_pool_init_check(params: PagePoolParams) -> int:
             return -errno.EINVAL
         if not params.max_len:
             return -errno.EINVAL
+    if gate(kernel, "PP-INIT-007") and params.order > max_page_order:  # PP-INIT-007
+        return -errno.EINVAL
     return 0

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 import attrs
 
 from reference.errors import StateViolation
+from reference.kernel import DEFAULT_KERNEL, KernelVersion
 from reference.trace import Trace, emit
 
 from .constants import (
@@ -24,14 +25,20 @@ from .constants import (
     PP_FLAG_DMA_MAP,
     PP_FLAG_DMA_SYNC_DEV,
     PP_FLAG_SYSTEM_POOL,
-    PP_RING_DEFAULT_SIZE,
     REFCOUNT_SATURATED,
     U32_MASK,
     XDP_BULK_QUEUE_SIZE,
 )
 from .ledger import conservation_problems
 from .page import DmaDevice, IdAllocator, Loc, Page, PageAllocator, put_page
-from .params import PROCESS_CONTEXT, Context, NapiStruct, PagePoolParams, page_pool_init_check
+from .params import (
+    PROCESS_CONTEXT,
+    Context,
+    NapiStruct,
+    PagePoolParams,
+    page_pool_init_check,
+    ring_qsize,
+)
 from .ptr_ring import PtrRing
 from .stats import (
     PagePoolAllocStats,
@@ -137,6 +144,7 @@ class PagePool:
         cpuid: int,
         allocator: PageAllocator,
         system_recycle_stats: PagePoolRecycleStats | None,
+        kernel: KernelVersion = DEFAULT_KERNEL,
     ) -> None:
         # PP-INIT-006: the state page_pool_init leaves behind.
         self.params = params
@@ -166,7 +174,7 @@ class PagePool:
         else:
             self.recycle_stats = PagePoolRecycleStats()
         self.ring: PtrRing[Page] = PtrRing(
-            params.pool_size or PP_RING_DEFAULT_SIZE, smp_cache_bytes=self.arch.smp_cache_bytes
+            ring_qsize(params, kernel), smp_cache_bytes=self.arch.smp_cache_bytes
         )
         self.alloc_cache: list[Page] = []
         self.pages_state_hold_cnt = 0
@@ -807,16 +815,19 @@ def page_pool_create_percpu(
     *,
     allocator: PageAllocator | None = None,
     system_recycle_stats: PagePoolRecycleStats | None = None,
+    kernel: KernelVersion = DEFAULT_KERNEL,
 ) -> CreateResult:
     """``page_pool_create_percpu``: a pool whose direct recycling belongs to ``cpuid``.
 
     ``allocator`` is the page allocator the pool draws from (a fresh one by default);
-    ``system_recycle_stats`` is the block system pools share (PP-INIT-008).
+    ``system_recycle_stats`` is the block system pools share (PP-INIT-008); ``kernel``
+    selects the version-gated creation checks (PP-INIT-002, PP-INIT-007).
     """
-    err = page_pool_init_check(params)
+    allocator = allocator or PageAllocator()
+    err = page_pool_init_check(params, kernel, allocator.arch.max_page_order)
     if err:
         return CreateResult(None, err)
-    pool = PagePool(params, cpuid, allocator or PageAllocator(), system_recycle_stats)
+    pool = PagePool(params, cpuid, allocator, system_recycle_stats, kernel)
     return CreateResult(pool, 0)
 
 
@@ -825,7 +836,8 @@ def page_pool_create(
     *,
     allocator: PageAllocator | None = None,
     system_recycle_stats: PagePoolRecycleStats | None = None,
+    kernel: KernelVersion = DEFAULT_KERNEL,
 ) -> CreateResult:
     """``page_pool_create``: ``page_pool_create_percpu`` with cpuid -1 (PP-INIT-009)."""
     return page_pool_create_percpu(params, -1, allocator=allocator,
-                                   system_recycle_stats=system_recycle_stats)
+                                   system_recycle_stats=system_recycle_stats, kernel=kernel)

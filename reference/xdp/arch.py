@@ -39,6 +39,7 @@ from __future__ import annotations
 import attrs
 
 from reference.errors import InvalidConfig
+from reference.kernel import KernelVersion, gate
 
 #: ``include/uapi/linux/if_ether.h``: bytes in an Ethernet header; the adjust helpers
 #: never let the linear packet become shorter than this (XDP-ADJ-002, XDP-ADJ-006).
@@ -141,3 +142,11 @@ V6_17 = KernelSemantics("v6.17", frag_tailroom_modulo=False, shrink_clears_pfmem
                         frags_unreadable_flag=False)
 V6_18 = KernelSemantics("v6.18", frag_tailroom_modulo=True, shrink_clears_pfmemalloc=True,
                         frags_unreadable_flag=True)
+
+
+def xdp_semantics(kernel: KernelVersion) -> KernelSemantics:
+    """The XDP-core switches for a kernel version, from the version gates XDP-ADJ-008,
+    XDP-ADJ-010 and XDP-BUFF-006 (:mod:`reference.kernel`)."""
+    return KernelSemantics(str(kernel), frag_tailroom_modulo=gate(kernel, "XDP-ADJ-008"),
+                           shrink_clears_pfmemalloc=gate(kernel, "XDP-ADJ-010"),
+                           frags_unreadable_flag=gate(kernel, "XDP-BUFF-006"))

@@ -35,6 +35,7 @@ from reference import kfuncs
 from reference.errors import InvalidConfig
 from reference.trace import Trace, emit
 from reference.xdp.actions import XdpAction
+from reference.xdp.arch import V6_17, KernelSemantics
 from reference.xdp.buff import XdpBuff, xdp_data_meta_unsupported
 from reference.xdp.helpers import (
     bpf_xdp_adjust_head,
@@ -102,6 +103,7 @@ def run_program(
     metadata_ops: kfuncs.XdpMetadataOps | None = None,
     ctx: object = None,
     released: list[MemReturn] | None = None,
+    kernel: KernelSemantics = V6_17,
     trace: Trace | None = None,
 ) -> ProgramRun:
     """Run ``ops`` on ``xdp`` (XDP-PROG-001 .. XDP-PROG-003).
@@ -109,7 +111,8 @@ def run_program(
     ``metadata_ops`` are the kfunc implementations the program was resolved against
     at load time (None: every kfunc runs its default body); ``ctx`` is the driver's
     per-packet context handed to them.  Frags a tail shrink releases are appended to
-    ``released``.
+    ``released``.  ``kernel`` selects the helpers' version-gated behaviour
+    (:func:`reference.xdp.arch.xdp_semantics`).
     """
     if not isinstance(ops, VerifiedProgram):
         validate(ops)
@@ -130,7 +133,7 @@ def run_program(
                                                                   trace=trace)})
         elif name == "adjust_tail":
             records.append({"op": name, "rc": bpf_xdp_adjust_tail(
-                xdp, int(op["delta"]), released=released, trace=trace)})
+                xdp, int(op["delta"]), released=released, kernel=kernel, trace=trace)})
         elif name == "write":
             records.append({"op": name, "rc": _write(xdp, int(op["offset"]),
                                                      _bytes(op["data"]), trace)})
