@@ -18,10 +18,12 @@ from reference.xdp.rxq import NetDev, XdpRxqInfo
 def run_on_buffer(
     frame: bytes, ops: tuple[Mapping[str, Any], ...], *, headroom: int, frame_sz: int,
     metadata_ops: XdpMetadataOps | None, ctx: Callable[[XdpBuff], object] | None,
+    meta_valid: bool = True,
 ) -> tuple[dict[str, Any], prog.ProgramRun, int | None]:
     """Run ``ops`` on ``frame`` laid out at ``headroom`` in a ``frame_sz`` buffer.
 
-    ``ctx`` builds the driver's per-packet kfunc context from the buffer.
+    ``ctx`` builds the driver's per-packet kfunc context from the buffer; ``meta_valid``
+    is what the driver's ``xdp_prepare_buff`` call says about metadata support.
     Returns the packet observables, the run, and for XDP_TX/REDIRECT the converted
     frame's length (None when the conversion fails).
     """
@@ -30,7 +32,7 @@ def run_on_buffer(
     xdp = XdpBuff()
     xdp_init_buff(xdp, frame_sz, rxq)
     page = Page.zeroed(frame_sz)
-    xdp_prepare_buff(xdp, page, 0, headroom, len(frame), True)
+    xdp_prepare_buff(xdp, page, 0, headroom, len(frame), meta_valid)
     page.data[headroom : headroom + len(frame)] = frame
     run = prog.run_program(ops, xdp, metadata_ops=metadata_ops,
                            ctx=None if ctx is None else ctx(xdp))

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from conformance.components import Component
 from conformance.components.driver_xdp import run_on_buffer
-from conformance.components.xdp import PASS_PROGRAM, op_lists
+from conformance.components.xdp import PASS_PROGRAM, edge_ops, op_lists
 from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames
 from reference import tun
@@ -33,7 +33,7 @@ def _packet(scenario: Scenario, i: int) -> tuple[dict[str, Any], bool]:
     ops = scenario.program_for(i) or PASS_PROGRAM
     layout = tun.tun_build_skb_layout(len(frame))
     packet, run, _ = run_on_buffer(frame, ops, headroom=layout.headroom,
-                                   frame_sz=layout.frame_sz,
+                                   frame_sz=layout.frame_sz, meta_valid=layout.meta_valid,
                                    metadata_ops=tun.TUN_XDP_METADATA_OPS, ctx=None)
     return packet, tun.headroom_exposed(ops, run.records)
 
@@ -64,8 +64,15 @@ COMPONENT = Component(name="tun", expected=expected, field_rules=_FIELD_RULES)
 
 @st.composite
 def scenarios(draw: st.DrawFn) -> Scenario:
+    """Frames and a program; a third of the time the first frame gets a program aimed at
+    the bounds of tun's layout (its headroom, its ``buflen``: TUN-BUF-001)."""
     frames = draw(st.lists(ethernet_frames().filter(lambda f: 14 <= len(f) <= MAX_FRAME),
                            min_size=1, max_size=4))
+    per_packet = {}
+    if draw(st.integers(0, 2)) == 0:
+        layout = tun.tun_build_skb_layout(len(frames[0]))
+        per_packet[0] = tuple(draw(edge_ops(headroom=layout.headroom,
+                                            frame_sz=layout.frame_sz, linear=len(frames[0]))))
     return Scenario(component="tun", config={}, frames=tuple(frames),
-                    program=tuple(draw(op_lists())),
+                    program=tuple(draw(op_lists())), per_packet_programs=per_packet,
                     rules=("TUN-BUF-001", "TUN-KF-001"))

@@ -5,13 +5,18 @@ config:  ``frame_sz`` (default 4096), ``headroom`` (default 256 = XDP_PACKET_HEA
          (default 0: linear buffers only; else ``rxq->frag_size`` and the size of each
          frag page), ``linear_max`` (with ``frag_size``: bytes kept in the linear part,
          the rest goes to frags), ``ops`` (optional kfunc results, as in the ``kfunc``
-         component's device ops; absent: every kfunc runs its default body).
+         component's device ops; absent: every kfunc runs its default body),
+         ``mem_type`` (default 2, MEM_TYPE_PAGE_POOL; 0 page_frag, 1 order-0 pages:
+         the memory model the queue is registered with).
 frames:  the packets; ``program``/``per_packet_programs``: the op lists.
 observables: ``packets[i]`` = ``{"ops": [record, ...], "action": int, "verdict": name,
          "warned": bool, "data": hex, "meta": hex, "frags": [hex, ...], "len": int,
-         "released": int, "frame": null | {"rc": int, "headroom": int, "metasize": int,
-         "len": int}}``.  ``verdict`` is what the driver does with the action; ``frame``
-         is the xdp_frame conversion, attempted for XDP_TX and XDP_REDIRECT only.
+         "released": int, "returns": [name, ...], "frame": null | {"rc": int,
+         "headroom": int, "metasize": int, "len": int}}``.  ``verdict`` is what the driver
+         does with the action; ``frame`` is the xdp_frame conversion, attempted for
+         XDP_TX and XDP_REDIRECT only;
+         ``returns`` names the function each released frag went back through
+         (``page_pool_put_full_netmem``, ``page_frag_free``, ``put_page``; XDP-MEM-002).
 """
 
 from __future__ import annotations
@@ -27,9 +32,11 @@ from conformance.components.kfunc import KFUNCS, _ops
 from conformance.components.kfunc import _result as kfunc_result
 from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames
+from reference.errors import StateViolation
 from reference.trace import Trace
 from reference.xdp import program as prog
 from reference.xdp.actions import XdpAction, classify_action
+from reference.xdp.arch import X86_64
 from reference.xdp.buff import (
     XdpBuff,
     xdp_buff_add_frag,
@@ -41,7 +48,10 @@ from reference.xdp.buff import (
 from reference.xdp.frame import xdp_convert_buff_to_frame
 from reference.xdp.mem import MemReturn, MemType
 from reference.xdp.memory import Page
-from reference.xdp.rxq import NetDev, XdpRxqInfo
+from reference.xdp.rxq import NetDev, XdpRxqInfo, xdp_rxq_info_reg, xdp_rxq_info_reg_mem_model
+
+#: The allocator a page_pool memory model is registered with (only its presence counts).
+_POOL = object()
 
 PASS_PROGRAM: tuple[Mapping[str, Any], ...] = ({"op": "return", "action": 2},)
 
@@ -51,8 +61,14 @@ def _setup(scenario: Scenario, frame: bytes) -> tuple[XdpBuff, list[MemReturn]]:
     frame_sz = int(cfg.get("frame_sz", 4096))
     headroom = int(cfg.get("headroom", 256))
     frag_size = int(cfg.get("frag_size", 0))
-    rxq = XdpRxqInfo(dev=NetDev(ifindex=2), frag_size=frag_size)
-    rxq.mem.type = MemType.MEM_TYPE_PAGE_POOL
+    # Registered the way a driver does it (XDP-MEM-005, XDP-MEM-006): a page_pool
+    # queue by default, or the page_frag / order-0 models some drivers use.
+    rxq = XdpRxqInfo()
+    mem_type = int(cfg.get("mem_type", MemType.MEM_TYPE_PAGE_POOL))
+    if (xdp_rxq_info_reg(rxq, NetDev(ifindex=2), 0, frag_size)
+            or xdp_rxq_info_reg_mem_model(rxq, mem_type, _POOL)):
+        raise StateViolation("registering the RX queue failed", obj="xdp_rxq_info",
+                             rule="XDP-MEM-006")
     xdp = XdpBuff()
     xdp_init_buff(xdp, frame_sz, rxq)
     linear = frame
@@ -104,6 +120,7 @@ def _run_packet(scenario: Scenario, index: int, trace: Trace | None) -> tuple[di
         "frags": frags,
         "len": xdp_get_buff_len(xdp),
         "released": len(released),
+        "returns": [ret.path.value for ret in released],
         "frame": frame_obs,
     }, run
 
@@ -121,6 +138,7 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("packets[*].len", ("XDP-BUFF-008",)),
     ("packets[*].frags*", ("XDP-ADJ-009",)),
     ("packets[*].released", ("XDP-ADJ-009",)),
+    ("packets[*].returns*", ("XDP-MEM-002",)),
     ("packets[*].data", ("XDP-ADJ-002", "XDP-ADJ-006")),
     ("packets[*].ops*", ("XDP-PROG-001",)),
 )
@@ -209,6 +227,41 @@ def op_lists(draw: st.DrawFn, *, kfuncs: bool = True) -> list[dict[str, Any]]:
 
 
 @st.composite
+def edge_ops(draw: st.DrawFn, *, headroom: int, frame_sz: int, linear: int,
+             frags: tuple[int, ...] = (), frag_size: int = 0,
+             meta_valid: bool = True) -> list[dict[str, Any]]:
+    """A program aimed at the helpers' bounds for one buffer layout: metadata written
+    and then carried by a head adjustment (XDP-ADJ-003), the head moved to exactly the
+    ``xdp_frame`` reserve or one past it (XDP-ADJ-002), the tail grown to exactly
+    ``xdp_data_hard_end`` or one past (XDP-ADJ-006), or, with frags, shrunk by exactly
+    the last frag, the frag bytes or one either side, and grown to exactly the last
+    frag's tailroom (XDP-ADJ-008 .. XDP-ADJ-010)."""
+    room = headroom - X86_64.sizeof_xdp_frame
+    ops: list[dict[str, Any]] = []
+    meta = 0
+    if meta_valid and room >= 4 and draw(st.booleans()):
+        meta = draw(st.sampled_from([4, 8, min(252, room - room % 4)]))
+        ops.append({"op": "adjust_meta", "delta": -meta})
+        ops.append({"op": "write", "offset": -meta,
+                    "data": draw(st.binary(min_size=min(meta, 8), max_size=min(meta, 8))).hex()})
+    head = room - meta
+    ops.append({"op": "adjust_head", "delta": draw(st.sampled_from(
+        [-head, -head - 1, -head + 1, -(head // 2), 14]))})
+    if frags:
+        last, total = frags[-1], sum(frags)
+        delta = draw(st.sampled_from([-last, -last + 1, -last - 1, -total, -total + 1,
+                                      -total - 1, frag_size - last, frag_size - last + 1]))
+    else:
+        grow = frame_sz - X86_64.shinfo_reserved - headroom - linear
+        delta = draw(st.sampled_from([grow, grow + 1, grow - 1, -(linear - 14),
+                                      -(linear - 13)]))
+    ops.append({"op": "adjust_tail", "delta": delta})
+    ops.append({"op": "get_buff_len"})
+    ops.append({"op": "return", "action": draw(st.sampled_from([1, 2, 3, 4]))})
+    return ops
+
+
+@st.composite
 def scenarios(draw: st.DrawFn) -> Scenario:
     """Frames in linear or multi-buffer xdp_buffs, one program, some per-packet ones."""
     frames = draw(st.lists(ethernet_frames(), min_size=1, max_size=3))
@@ -217,6 +270,9 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         "headroom": draw(st.sampled_from([256, 256, 0, 40, 64, 192])),
         "meta_valid": draw(st.booleans() | st.just(True)),
     }
+    if draw(st.integers(0, 3)) == 0:
+        config["mem_type"] = draw(st.sampled_from([MemType.MEM_TYPE_PAGE_SHARED,
+                                                   MemType.MEM_TYPE_PAGE_ORDER0]))
     longest = max(len(f) for f in frames)
     room = config["frame_sz"] - config["headroom"] - 320
     if longest > room or draw(st.integers(0, 3)) == 0:
@@ -229,7 +285,15 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     if len(frames) > 1 and draw(st.booleans()):
         per_packet[draw(st.integers(0, len(frames) - 1))] = tuple(draw(op_lists()))
     in_frags = len(frames[0]) - config.get("linear_max", len(frames[0]))
-    if in_frags > 0 and draw(st.booleans()):
+    if draw(st.integers(0, 2)) == 0:
+        frag_size = config.get("frag_size", 0)
+        linear = len(frames[0]) - max(in_frags, 0)
+        frags = tuple(min(frag_size, in_frags - at) for at in range(0, max(in_frags, 0),
+                                                                      frag_size or 1))
+        per_packet[0] = tuple(draw(edge_ops(
+            headroom=config["headroom"], frame_sz=config["frame_sz"], linear=linear,
+            frags=frags, frag_size=frag_size, meta_valid=config["meta_valid"])))
+    elif in_frags > 0 and draw(st.booleans()):
         # Shrink by exactly the frag bytes (or one more): the last frag goes away.
         delta = -(in_frags + draw(st.sampled_from([0, 1, 2])))
         per_packet[0] = ({"op": "adjust_tail", "delta": delta}, {"op": "get_buff_len"},
