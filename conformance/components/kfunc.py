@@ -220,7 +220,7 @@ def _load(draw: st.DrawFn, ifindexes: list[int], offload: list[int]) -> dict[str
         return {"prog_type": draw(st.sampled_from([k.BPF_PROG_TYPE_XDP, k.BPF_PROG_TYPE_XDP,
                                                    k.BPF_PROG_TYPE_SCHED_CLS])),
                 "expected_attach_type": 0, "prog_flags": 0,
-                "prog_ifindex": draw(st.sampled_from(offload or ifindexes)),
+                "prog_ifindex": draw(st.sampled_from(offload * 2 + ifindexes)),
                 "calls": calls if draw(st.booleans()) else []}
     return {
         "prog_type": draw(st.sampled_from([k.BPF_PROG_TYPE_XDP] * 4
@@ -251,6 +251,12 @@ def _calls_family(draw: st.DrawFn) -> Scenario:
     on each device (members present or NULL, results 0 or -ENODATA), a program bound to
     it calling exactly one kfunc, and one calling them all, each called once."""
     devices = [_device(draw, i, ndo_bpf=True, offdev=None, all_ops=i == 2) for i in (2, 3)]
+    if draw(st.booleans()):  # every output at its C type's limit (KFUNC-API-006 accepts it)
+        devices[0]["ops"] = {
+            "rx_timestamp": {"rc": 0, "timestamp": k.U64_MAX},
+            "rx_hash": {"rc": 0, "hash": k.U32_MAX,
+                        "rss_type": max(k.XDP_RSS_TYPES.values())},
+            "rx_vlan_tag": {"rc": 0, "vlan_proto": 0x88A8, "vlan_tci": k.U16_MAX}}
     events: list[dict[str, Any]] = []
     for dev in devices:
         for calls in ([name] for name in KFUNCS):
@@ -266,7 +272,8 @@ def _calls_family(draw: st.DrawFn) -> Scenario:
 @st.composite
 def _modes_family(draw: st.DrawFn) -> Scenario:
     """Every attach mode combination on a device without ndo_bpf, a native one and an
-    offload one, for an unbound, a bound and an offloaded program (KFUNC-ATTACH-001 ..
+    offload one, for an unbound, a bound and an offloaded program and one that is not XDP
+    (KFUNC-ATTACH-001 ..
     KFUNC-ATTACH-005)."""
     devices = [_device(draw, 2, ndo_bpf=False, offdev=None),
                _device(draw, 3, ndo_bpf=True, offdev=None),
@@ -278,10 +285,12 @@ def _modes_family(draw: st.DrawFn) -> Scenario:
          "prog_flags": k.BPF_F_XDP_DEV_BOUND_ONLY, "prog_ifindex": 3, "calls": []},
         {"op": "prog_load", "prog_type": k.BPF_PROG_TYPE_XDP, "expected_attach_type": 0,
          "prog_flags": 0, "prog_ifindex": 4, "calls": []},
+        {"op": "prog_load", "prog_type": k.BPF_PROG_TYPE_SCHED_CLS, "expected_attach_type": 0,
+         "prog_flags": 0, "prog_ifindex": 0, "calls": []},
     ]
     for _ in range(draw(st.integers(2, 8))):
         events.append({"op": "attach", "ifindex": draw(st.sampled_from([2, 2, 3, 4])),
-                       "prog": draw(st.sampled_from([0, 0, 1, 2])),
+                       "prog": draw(st.sampled_from([0, 0, 1, 2, 3])),
                        "flags": draw(st.sampled_from(_MODES))})
     return Scenario(component="kfunc", config={"devices": devices}, events=tuple(events),
                     rules=("KFUNC-ATTACH-002", "KFUNC-ATTACH-004", "KFUNC-ATTACH-005"))

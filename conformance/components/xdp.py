@@ -7,16 +7,21 @@ config:  ``frame_sz`` (default 4096), ``headroom`` (default 256 = XDP_PACKET_HEA
          the rest goes to frags), ``ops`` (optional kfunc results, as in the ``kfunc``
          component's device ops; absent: every kfunc runs its default body),
          ``mem_type`` (default 2, MEM_TYPE_PAGE_POOL; 0 page_frag, 1 order-0 pages:
-         the memory model the queue is registered with).
+         the memory model the queue is registered with), ``coalesce`` (default false;
+         true: the frags are consecutive pieces of one page, so each coalesces into the
+         previous one and its reference goes back, and the queue's frag_size is 0).
 frames:  the packets; ``program``/``per_packet_programs``: the op lists.
 observables: ``packets[i]`` = ``{"ops": [record, ...], "action": int, "verdict": name,
          "warned": bool, "data": hex, "meta": hex, "frags": [hex, ...], "len": int,
-         "released": int, "returns": [name, ...], "frame": null | {"rc": int,
+         "released": int, "returns": [name, ...], "kernel_warns": int,
+         "frame": null | {"rc": int,
          "headroom": int, "metasize": int, "len": int}}``.  ``verdict`` is what the driver
          does with the action; ``frame`` is the xdp_frame conversion, attempted for
          XDP_TX and XDP_REDIRECT only;
          ``returns`` names the function each released frag went back through
-         (``page_pool_put_full_netmem``, ``page_frag_free``, ``put_page``; XDP-MEM-002).
+         (``page_pool_put_full_netmem``, ``page_frag_free``, ``put_page``; XDP-MEM-002);
+         ``kernel_warns`` counts the WARNs registering the queue and building the buffer
+         raised (none for a correct driver: XDP-MEM-005, XDP-MEM-006).
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from reference.xdp.frame import xdp_convert_buff_to_frame
 from reference.xdp.mem import MemReturn, MemType
 from reference.xdp.memory import Page
 from reference.xdp.rxq import NetDev, XdpRxqInfo, xdp_rxq_info_reg, xdp_rxq_info_reg_mem_model
+from reference.xdp.warn import KernelWarn
 
 #: The allocator a page_pool memory model is registered with (only its presence counts).
 _POOL = object()
@@ -56,17 +62,22 @@ _POOL = object()
 PASS_PROGRAM: tuple[Mapping[str, Any], ...] = ({"op": "return", "action": 2},)
 
 
-def _setup(scenario: Scenario, frame: bytes) -> tuple[XdpBuff, list[MemReturn]]:
+def _setup(scenario: Scenario, frame: bytes) -> tuple[XdpBuff, list[MemReturn], int]:
+    """The buffer the driver hands the program, the frags it returned while building it,
+    and how many kernel WARNs building it raised."""
     cfg = scenario.config
     frame_sz = int(cfg.get("frame_sz", 4096))
     headroom = int(cfg.get("headroom", 256))
     frag_size = int(cfg.get("frag_size", 0))
+    coalesce = bool(cfg.get("coalesce", False))
     # Registered the way a driver does it (XDP-MEM-005, XDP-MEM-006): a page_pool
-    # queue by default, or the page_frag / order-0 models some drivers use.
+    # queue by default, or the page_frag / order-0 models some drivers use.  A driver
+    # that carves its frags from one page does not let programs grow them (frag_size 0).
     rxq = XdpRxqInfo()
+    warns: list[KernelWarn] = []
     mem_type = int(cfg.get("mem_type", MemType.MEM_TYPE_PAGE_POOL))
-    if (xdp_rxq_info_reg(rxq, NetDev(ifindex=2), 0, frag_size)
-            or xdp_rxq_info_reg_mem_model(rxq, mem_type, _POOL)):
+    if (xdp_rxq_info_reg(rxq, NetDev(ifindex=2), 0, 0 if coalesce else frag_size, warns=warns)
+            or xdp_rxq_info_reg_mem_model(rxq, mem_type, _POOL, warns=warns)):
         raise StateViolation("registering the RX queue failed", obj="xdp_rxq_info",
                              rule="XDP-MEM-006")
     xdp = XdpBuff()
@@ -80,19 +91,24 @@ def _setup(scenario: Scenario, frame: bytes) -> tuple[XdpBuff, list[MemReturn]]:
     xdp_prepare_buff(xdp, page, 0, headroom, len(linear), bool(cfg.get("meta_valid", True)))
     page.data[headroom : headroom + len(linear)] = linear
     released: list[MemReturn] = []
+    # XDP-BUFF-007: consecutive pieces of one page coalesce into the previous frag.
+    shared = Page.zeroed(len(rest)) if coalesce else None
+    offset = 0
     while rest:
         chunk, rest = rest[:frag_size], rest[frag_size:]
-        frag = Page.zeroed(frag_size)
-        frag.data[: len(chunk)] = chunk
-        if not xdp_buff_add_frag(xdp, frag, 0, len(chunk), frag_size, released=released):
+        frag = shared if shared is not None else Page.zeroed(frag_size)
+        at = offset if shared is not None else 0
+        frag.data[at : at + len(chunk)] = chunk
+        if not xdp_buff_add_frag(xdp, frag, at, len(chunk), frag_size, released=released):
             raise ValueError("frame needs more than MAX_SKB_FRAGS frags")
-    return xdp, released
+        offset += len(chunk)
+    return xdp, released, len(warns)
 
 
 def _run_packet(scenario: Scenario, index: int, trace: Trace | None) -> tuple[dict[str, Any],
                                                                               prog.ProgramRun]:
     frame = scenario.frames[index]
-    xdp, released = _setup(scenario, frame)
+    xdp, released, warns = _setup(scenario, frame)
     ops = scenario.program_for(index) or PASS_PROGRAM
     metadata_ops = _ops(scenario.config["ops"]) if "ops" in scenario.config else None
     run = prog.run_program(ops, xdp, metadata_ops=metadata_ops, released=released, trace=trace)
@@ -121,6 +137,7 @@ def _run_packet(scenario: Scenario, index: int, trace: Trace | None) -> tuple[di
         "len": xdp_get_buff_len(xdp),
         "released": len(released),
         "returns": [ret.path.value for ret in released],
+        "kernel_warns": warns,
         "frame": frame_obs,
     }, run
 
@@ -139,6 +156,7 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("packets[*].frags*", ("XDP-ADJ-009",)),
     ("packets[*].released", ("XDP-ADJ-009",)),
     ("packets[*].returns*", ("XDP-MEM-002",)),
+    ("packets[*].kernel_warns", ("XDP-MEM-005", "XDP-MEM-006")),
     ("packets[*].data", ("XDP-ADJ-002", "XDP-ADJ-006")),
     ("packets[*].ops*", ("XDP-PROG-001",)),
 )
@@ -270,6 +288,8 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         "headroom": draw(st.sampled_from([256, 256, 0, 40, 64, 192])),
         "meta_valid": draw(st.booleans() | st.just(True)),
     }
+    if "frag_size" in config and draw(st.integers(0, 3)) == 0:
+        config["coalesce"] = True
     if draw(st.integers(0, 3)) == 0:
         config["mem_type"] = draw(st.sampled_from([MemType.MEM_TYPE_PAGE_SHARED,
                                                    MemType.MEM_TYPE_PAGE_ORDER0]))
