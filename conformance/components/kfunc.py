@@ -271,27 +271,28 @@ def _calls_family(draw: st.DrawFn) -> Scenario:
 
 @st.composite
 def _modes_family(draw: st.DrawFn) -> Scenario:
-    """Every attach mode combination on a device without ndo_bpf, a native one and an
-    offload one, for an unbound, a bound and an offloaded program and one that is not XDP
-    (KFUNC-ATTACH-001 ..
-    KFUNC-ATTACH-005)."""
+    """Loads of every binding (unbound, bound, offloaded; XDP and SCHED_CLS; offload to a
+    device that cannot, offload with metadata kfuncs: KFUNC-LOAD-003 .. KFUNC-LOAD-005),
+    then each program attached to each of a device without ndo_bpf, a native one and an
+    offload one, in a drawn order and mode (KFUNC-ATTACH-001 .. KFUNC-ATTACH-005).  The
+    first attach to the device without ndo_bpf asks for a native or hardware mode."""
     devices = [_device(draw, 2, ndo_bpf=False, offdev=None),
                _device(draw, 3, ndo_bpf=True, offdev=None),
                _device(draw, 4, offdev="nfp0")]
+    xdp, cls = k.BPF_PROG_TYPE_XDP, k.BPF_PROG_TYPE_SCHED_CLS
+    loads = [(xdp, 0, 0, []), (xdp, k.BPF_F_XDP_DEV_BOUND_ONLY, 3, []), (xdp, 0, 4, []),
+             (cls, 0, 0, []), (cls, 0, 4, []), (xdp, 0, 3, []),
+             (xdp, 0, 4, [draw(st.sampled_from(KFUNCS))])]
     events: list[dict[str, Any]] = [
-        {"op": "prog_load", "prog_type": k.BPF_PROG_TYPE_XDP, "expected_attach_type": 0,
-         "prog_flags": 0, "prog_ifindex": 0, "calls": []},
-        {"op": "prog_load", "prog_type": k.BPF_PROG_TYPE_XDP, "expected_attach_type": 0,
-         "prog_flags": k.BPF_F_XDP_DEV_BOUND_ONLY, "prog_ifindex": 3, "calls": []},
-        {"op": "prog_load", "prog_type": k.BPF_PROG_TYPE_XDP, "expected_attach_type": 0,
-         "prog_flags": 0, "prog_ifindex": 4, "calls": []},
-        {"op": "prog_load", "prog_type": k.BPF_PROG_TYPE_SCHED_CLS, "expected_attach_type": 0,
-         "prog_flags": 0, "prog_ifindex": 0, "calls": []},
-    ]
-    for _ in range(draw(st.integers(2, 8))):
-        events.append({"op": "attach", "ifindex": draw(st.sampled_from([2, 2, 3, 4])),
-                       "prog": draw(st.sampled_from([0, 0, 1, 2, 3])),
-                       "flags": draw(st.sampled_from(_MODES))})
+        {"op": "prog_load", "prog_type": t, "expected_attach_type": 0, "prog_flags": f,
+         "prog_ifindex": i, "calls": c} for t, f, i, c in loads]
+    native = [k.XDP_FLAGS_DRV_MODE, k.XDP_FLAGS_HW_MODE,
+              k.XDP_FLAGS_DRV_MODE | k.XDP_FLAGS_UPDATE_IF_NOEXIST]
+    for ifindex in (2, 3, 4):
+        for n, prog in enumerate(draw(st.permutations([0, 1, 2, 3, 4]))[:draw(st.integers(1, 5))]):
+            modes = native if ifindex == 2 and n == 0 else _MODES
+            events.append({"op": "attach", "ifindex": ifindex, "prog": prog,
+                           "flags": draw(st.sampled_from(modes))})
     return Scenario(component="kfunc", config={"devices": devices}, events=tuple(events),
                     rules=("KFUNC-ATTACH-002", "KFUNC-ATTACH-004", "KFUNC-ATTACH-005"))
 
