@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import event
 from hypothesis import strategies as st
 
 from conformance.components import Component
@@ -70,6 +71,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
                            min_size=1, max_size=4))
     per_packet = {}
     if draw(st.integers(0, 2)) == 0:
+        event("tun: program at the layout's bounds")
         layout = tun.tun_build_skb_layout(len(frames[0]))
         per_packet[0] = tuple(draw(edge_ops(headroom=layout.headroom,
                                             frame_sz=layout.frame_sz, linear=len(frames[0]))))

@@ -23,6 +23,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from hypothesis import event
 from hypothesis import strategies as st
 
 from conformance.components import Component
@@ -221,6 +222,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         # XDP_TX of a frame grown to exactly the peer's limit (MTU + L2 header + VLAN_HLEN)
         # or one past it (VETH-STAT-003).  A frame this long fills its page_pool page,
         # so the growth does not depend on the fragment size (VETH-SKB-002).
+        event("veth: XDP_TX at the peer's MTU limit")
         length = draw(st.integers(1500, MAX_FRAME))
         frames[0] = frames[0] + bytes(max(0, length - len(frames[0])))
         limit = 1500 + veth.ETH_HLEN + veth.VLAN_HLEN

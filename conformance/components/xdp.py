@@ -30,6 +30,7 @@ import errno
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from hypothesis import event
 from hypothesis import strategies as st
 
 from conformance.components import Component
@@ -306,6 +307,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         per_packet[draw(st.integers(0, len(frames) - 1))] = tuple(draw(op_lists()))
     in_frags = len(frames[0]) - config.get("linear_max", len(frames[0]))
     if draw(st.integers(0, 2)) == 0:
+        event("xdp: program at the helpers' bounds")
         frag_size = config.get("frag_size", 0)
         linear = len(frames[0]) - max(in_frags, 0)
         frags = tuple(min(frag_size, in_frags - at) for at in range(0, max(in_frags, 0),
