@@ -63,7 +63,8 @@ _POOL = object()
 PASS_PROGRAM: tuple[Mapping[str, Any], ...] = ({"op": "return", "action": 2},)
 
 
-def _setup(scenario: Scenario, frame: bytes) -> tuple[XdpBuff, list[MemReturn], int]:
+def _setup(scenario: Scenario, frame: bytes,
+           trace: Trace | None = None) -> tuple[XdpBuff, list[MemReturn], int]:
     """The buffer the driver hands the program, the frags it returned while building it,
     and how many kernel WARNs building it raised."""
     cfg = scenario.config
@@ -100,7 +101,8 @@ def _setup(scenario: Scenario, frame: bytes) -> tuple[XdpBuff, list[MemReturn], 
         frag = shared if shared is not None else Page.zeroed(frag_size)
         at = offset if shared is not None else 0
         frag.data[at : at + len(chunk)] = chunk
-        if not xdp_buff_add_frag(xdp, frag, at, len(chunk), frag_size, released=released):
+        if not xdp_buff_add_frag(xdp, frag, at, len(chunk), frag_size, released=released,
+                                 trace=trace):
             raise ValueError("frame needs more than MAX_SKB_FRAGS frags")
         offset += len(chunk)
     return xdp, released, len(warns)
@@ -109,7 +111,7 @@ def _setup(scenario: Scenario, frame: bytes) -> tuple[XdpBuff, list[MemReturn], 
 def _run_packet(scenario: Scenario, index: int, trace: Trace | None) -> tuple[dict[str, Any],
                                                                               prog.ProgramRun]:
     frame = scenario.frames[index]
-    xdp, released, warns = _setup(scenario, frame)
+    xdp, released, warns = _setup(scenario, frame, trace)
     ops = scenario.program_for(index) or PASS_PROGRAM
     metadata_ops = _ops(scenario.config["ops"]) if "ops" in scenario.config else None
     run = prog.run_program(ops, xdp, metadata_ops=metadata_ops, released=released, trace=trace)
@@ -163,6 +165,10 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+_FRAG_RULES = frozenset({"XDP-BUFF-007", "XDP-ADJ-007", "XDP-ADJ-008", "XDP-ADJ-009",
+                         "XDP-ADJ-010", "XDP-MEM-002"})
+
+
 def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     """For an op's record, the rules the reference applied while that op ran; for the
     verdict, the branch of the driver's switch that decided it."""
@@ -181,6 +187,10 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         applied_rules, run = runs[index]
         if path.endswith(("].verdict", "].warned")):
             return tuple([r for r in applied_rules if r.startswith("XDP-ACT-")][-1:])
+        if any(part in path for part in ("].frags", "].released", "].returns")):
+            # The frags are decided by how the driver built them (coalescing,
+            # XDP-BUFF-007) and by the program's tail adjustments (XDP-ADJ-007..010).
+            return tuple(dict.fromkeys(r for r in applied_rules if r in _FRAG_RULES))
         _, sep, tail = path.partition("].ops[")
         if not sep:
             return ()
@@ -256,6 +266,7 @@ def edge_ops(draw: st.DrawFn, *, headroom: int, frame_sz: int, linear: int,
     the last frag, the frag bytes or one either side, and grown to exactly the last
     frag's tailroom (XDP-ADJ-008 .. XDP-ADJ-010)."""
     room = headroom - X86_64.sizeof_xdp_frame
+    length = linear  # data_end stays where it is while the head moves
     ops: list[dict[str, Any]] = []
     meta = 0
     if meta_valid and room >= 4 and draw(st.booleans()):
@@ -265,14 +276,19 @@ def edge_ops(draw: st.DrawFn, *, headroom: int, frame_sz: int, linear: int,
         ops.append({"op": "write", "offset": -meta,
                     "data": bytes((first + i) % 255 + 1 for i in range(min(meta, 8))).hex()})
     head = room - meta
-    ops.append({"op": "adjust_head", "delta": draw(st.sampled_from(
-        [-head, -head - 1, -head + 1, -(head // 2), 14]))})
+    # Down to the xdp_frame reserve, or up to leave exactly ETH_HLEN bytes (XDP-ADJ-002).
+    step = draw(st.sampled_from([-head, -head - 1, -head + 1, -(head // 2), linear - 14,
+                                 linear - 13]))
+    ops.append({"op": "adjust_head", "delta": step})
+    if -head <= step <= linear - 14:
+        linear -= step
     if frags:
         last, total = frags[-1], sum(frags)
         delta = draw(st.sampled_from([-last, -last + 1, -last - 1, -total, -total + 1,
-                                      -total - 1, frag_size - last, frag_size - last + 1]))
+                                      -total - 1, frag_size - last, frag_size - last + 1,
+                                      -(linear + total - 14), -(linear + total - 13)]))
     else:
-        grow = frame_sz - X86_64.shinfo_reserved - headroom - linear
+        grow = frame_sz - X86_64.shinfo_reserved - (headroom + length)
         delta = draw(st.sampled_from([grow, grow + 1, grow - 1, -(linear - 14),
                                       -(linear - 13)]))
     ops.append({"op": "adjust_tail", "delta": delta})
@@ -303,7 +319,8 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             # (XDP-BUFF-007).
             event("xdp: frags coalesced")
             config["coalesce"] = True
-            config["frag_size"] = draw(st.sampled_from([64, 256]))
+            config["frag_size"] = draw(st.sampled_from([16, 32, 64]))
+            config["linear_max"] = draw(st.integers(14, 34))
     if draw(st.booleans()):
         config["ops"] = {name: draw(kfunc_result(name))
                          for name in draw(st.lists(st.sampled_from(KFUNCS), unique=True))}
