@@ -23,7 +23,7 @@ def run_on_buffer(
     """Run ``ops`` on ``frame`` laid out at ``headroom`` in a ``frame_sz`` buffer.
 
     ``ctx`` builds the driver's per-packet kfunc context from the buffer; ``meta_valid``
-    is false where the driver prepares the buffer without metadata support.
+    is what the driver's ``xdp_prepare_buff`` call says about metadata support.
     Returns the packet observables, the run, and for XDP_TX/REDIRECT the converted
     frame's length (None when the conversion fails).
     """

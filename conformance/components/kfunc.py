@@ -170,67 +170,188 @@ COMPONENT = Component(
 
 _FLAGS = (0, k.BPF_F_XDP_DEV_BOUND_ONLY, k.BPF_F_XDP_DEV_BOUND_ONLY | k.BPF_F_XDP_HAS_FRAGS,
           k.BPF_F_XDP_HAS_FRAGS, k.BPF_F_SLEEPABLE, 1 << 12)
-_MODES = (0, k.XDP_FLAGS_SKB_MODE, k.XDP_FLAGS_DRV_MODE, k.XDP_FLAGS_HW_MODE,
-          k.XDP_FLAGS_DRV_MODE | k.XDP_FLAGS_UPDATE_IF_NOEXIST)
-_MAPS = (k.BPF_MAP_TYPE_PROG_ARRAY, k.BPF_MAP_TYPE_DEVMAP, k.BPF_MAP_TYPE_CPUMAP)
+#: Every single mode, no mode, each pair and all three (KFUNC-ATTACH-002 refuses more than
+#: one), each with and without UPDATE_IF_NOEXIST (KFUNC-ATTACH-004's -EBUSY).
+_MODE_BITS = (0, k.XDP_FLAGS_SKB_MODE, k.XDP_FLAGS_DRV_MODE, k.XDP_FLAGS_HW_MODE,
+              k.XDP_FLAGS_SKB_MODE | k.XDP_FLAGS_DRV_MODE,
+              k.XDP_FLAGS_DRV_MODE | k.XDP_FLAGS_HW_MODE, k.XDP_FLAGS_MODES)
+_MODES = (*_MODE_BITS, *(m | k.XDP_FLAGS_UPDATE_IF_NOEXIST for m in _MODE_BITS))
+_MAPS = (k.BPF_MAP_TYPE_PROG_ARRAY, k.BPF_MAP_TYPE_DEVMAP, k.BPF_MAP_TYPE_DEVMAP_HASH,
+         k.BPF_MAP_TYPE_CPUMAP)
+#: Offload devices: two net devices of one offload driver share its ``offdev``
+#: (KFUNC-LOAD-004, KFUNC-ATTACH-003).
+_OFFDEVS = (None, None, "nfp0", "nfp1")
 
 
 @st.composite
 def _result(draw: st.DrawFn, kfunc: str) -> dict[str, Any]:
+    """A driver member's result: -ENODATA, or success with outputs that include each C
+    type's limits (KFUNC-API-006 accepts them; a wrong limit refuses them)."""
     if draw(st.booleans()):
         return {"rc": -errno.ENODATA}
     if kfunc == "rx_timestamp":
-        return {"rc": 0, "timestamp": draw(st.integers(0, 2**64 - 1))}
+        return {"rc": 0, "timestamp": draw(st.sampled_from([0, 1, k.U64_MAX])
+                                           | st.integers(0, 2**64 - 1))}
     if kfunc == "rx_hash":
-        return {"rc": 0, "hash": draw(st.integers(0, 2**32 - 1)),
+        return {"rc": 0, "hash": draw(st.sampled_from([0, k.U32_MAX])
+                                      | st.integers(0, 2**32 - 1)),
                 "rss_type": draw(st.sampled_from(sorted(k.XDP_RSS_TYPES.values())))}
     return {"rc": 0, "vlan_proto": draw(st.sampled_from([0x8100, 0x88A8])),
-            "vlan_tci": draw(st.integers(0, 0xFFFF))}
+            "vlan_tci": draw(st.sampled_from([0, 0xFFFF, 0xE000, 0x1000])
+                             | st.integers(0, 0xFFFF))}
+
+
+@st.composite
+def _load(draw: st.DrawFn, ifindexes: list[int], offload: list[int]) -> dict[str, Any]:
+    """One BPF_PROG_LOAD: the common bound case, unbound ones (plain, or for a DEVMAP or
+    CPUMAP entry), offloaded ones (XDP or SCHED_CLS; KFUNC-LOAD-004/005) or anything."""
+    calls = draw(st.lists(st.sampled_from(KFUNCS), unique=True))
+    kind = draw(st.sampled_from(["bound", "bound", "unbound", "map", "offload", "random"]))
+    if kind == "bound":  # the common, valid case: XDP, DEV_BOUND_ONLY, a real device
+        return {"prog_type": k.BPF_PROG_TYPE_XDP, "expected_attach_type": 0,
+                "prog_flags": k.BPF_F_XDP_DEV_BOUND_ONLY
+                | draw(st.sampled_from([0, k.BPF_F_XDP_HAS_FRAGS])),
+                "prog_ifindex": draw(st.sampled_from(ifindexes)), "calls": calls}
+    if kind in ("unbound", "map"):  # loads only without metadata kfuncs (KFUNC-LOAD-005)
+        attach_type = 0 if kind == "unbound" else draw(st.sampled_from(
+            [k.BPF_XDP_DEVMAP, k.BPF_XDP_CPUMAP]))
+        return {"prog_type": k.BPF_PROG_TYPE_XDP, "expected_attach_type": attach_type,
+                "prog_flags": 0, "prog_ifindex": 0,
+                "calls": calls if draw(st.integers(0, 3)) == 0 else []}
+    if kind == "offload":
+        return {"prog_type": draw(st.sampled_from([k.BPF_PROG_TYPE_XDP, k.BPF_PROG_TYPE_XDP,
+                                                   k.BPF_PROG_TYPE_SCHED_CLS])),
+                "expected_attach_type": 0, "prog_flags": 0,
+                "prog_ifindex": draw(st.sampled_from(offload * 2 + ifindexes)),
+                "calls": calls if draw(st.booleans()) else []}
+    return {
+        "prog_type": draw(st.sampled_from([k.BPF_PROG_TYPE_XDP] * 4
+                                          + [k.BPF_PROG_TYPE_SCHED_CLS, 2])),
+        "expected_attach_type": draw(st.sampled_from([0, 0, 0, k.BPF_XDP_DEVMAP,
+                                                      k.BPF_XDP_CPUMAP])),
+        "prog_flags": draw(st.sampled_from(_FLAGS)),
+        "prog_ifindex": draw(st.sampled_from([0, *ifindexes, *ifindexes, 99])),
+        "calls": calls,
+    }
+
+
+def _device(draw: st.DrawFn, ifindex: int, *, ndo_bpf: bool | None = None,
+            offdev: str | bool | None = False, all_ops: bool = False) -> dict[str, Any]:
+    names = KFUNCS if all_ops else draw(st.lists(st.sampled_from(KFUNCS), unique=True))
+    ops = {name: draw(_result(name)) for name in names}
+    if offdev is False:
+        offdev = draw(st.sampled_from(_OFFDEVS))
+    if ndo_bpf is None:
+        ndo_bpf = offdev is not None or draw(st.booleans() | st.just(True))
+    return {"ifindex": ifindex, "name": f"eth{ifindex}", "ops": ops, "ndo_bpf": ndo_bpf,
+            "offdev": offdev}
+
+
+@st.composite
+def _calls_family(draw: st.DrawFn) -> Scenario:
+    """Every return branch of every kfunc (KFUNC-CALL-001, KFUNC-API-003, KFUNC-LOAD-006):
+    on each device (members present or NULL, results 0 or -ENODATA), a program bound to
+    it calling exactly one kfunc, and one calling them all, each called once."""
+    devices = [_device(draw, i, ndo_bpf=True, offdev=None, all_ops=i == 2) for i in (2, 3)]
+    if draw(st.booleans()):  # every output at its C type's limit (KFUNC-API-006 accepts it)
+        devices[0]["ops"] = {
+            "rx_timestamp": {"rc": 0, "timestamp": k.U64_MAX},
+            "rx_hash": {"rc": 0, "hash": k.U32_MAX,
+                        "rss_type": max(k.XDP_RSS_TYPES.values())},
+            "rx_vlan_tag": {"rc": 0, "vlan_proto": 0x88A8, "vlan_tci": k.U16_MAX}}
+    events: list[dict[str, Any]] = []
+    for dev in devices:
+        for calls in ([name] for name in KFUNCS):
+            load = len(events)
+            events.append({"op": "prog_load", "prog_type": k.BPF_PROG_TYPE_XDP,
+                           "expected_attach_type": 0, "prog_flags": k.BPF_F_XDP_DEV_BOUND_ONLY,
+                           "prog_ifindex": dev["ifindex"], "calls": calls})
+            events.append({"op": "call", "prog": load, "kfunc": calls[0]})
+    return Scenario(component="kfunc", config={"devices": devices}, events=tuple(events),
+                    rules=("KFUNC-API-003", "KFUNC-CALL-001", "KFUNC-LOAD-006"))
+
+
+@st.composite
+def _modes_family(draw: st.DrawFn) -> Scenario:
+    """Loads of every binding (unbound, bound, offloaded; XDP and SCHED_CLS; offload to a
+    device that cannot, offload with metadata kfuncs: KFUNC-LOAD-003 .. KFUNC-LOAD-005),
+    then each program attached to each of a device without ndo_bpf, a native one and an
+    offload one, in a drawn order and mode (KFUNC-ATTACH-001 .. KFUNC-ATTACH-005).  The
+    first attach to the device without ndo_bpf asks for a native or hardware mode."""
+    devices = [_device(draw, 2, ndo_bpf=False, offdev=None),
+               _device(draw, 3, ndo_bpf=True, offdev=None),
+               _device(draw, 4, offdev="nfp0")]
+    xdp, cls = k.BPF_PROG_TYPE_XDP, k.BPF_PROG_TYPE_SCHED_CLS
+    loads = [(xdp, 0, 0, []), (xdp, k.BPF_F_XDP_DEV_BOUND_ONLY, 3, []), (xdp, 0, 4, []),
+             (cls, 0, 0, []), (cls, 0, 4, []), (xdp, 0, 3, []),
+             (xdp, 0, 4, [draw(st.sampled_from(KFUNCS))])]
+    events: list[dict[str, Any]] = [
+        {"op": "prog_load", "prog_type": t, "expected_attach_type": 0, "prog_flags": f,
+         "prog_ifindex": i, "calls": c} for t, f, i, c in loads]
+    native = [k.XDP_FLAGS_DRV_MODE, k.XDP_FLAGS_HW_MODE,
+              k.XDP_FLAGS_DRV_MODE | k.XDP_FLAGS_UPDATE_IF_NOEXIST]
+    for ifindex in (2, 3, 4):
+        for n, prog in enumerate(draw(st.permutations([0, 1, 2, 3, 4]))[:draw(st.integers(1, 5))]):
+            modes = native if ifindex == 2 and n == 0 else _MODES
+            events.append({"op": "attach", "ifindex": ifindex, "prog": prog,
+                           "flags": draw(st.sampled_from(modes))})
+    return Scenario(component="kfunc", config={"devices": devices}, events=tuple(events),
+                    rules=("KFUNC-ATTACH-002", "KFUNC-ATTACH-004", "KFUNC-ATTACH-005"))
+
+
+@st.composite
+def _maps_family(draw: st.DrawFn) -> Scenario:
+    """Programs for each map's attach type, unbound, bound and offloaded, each inserted
+    into every program map (KFUNC-MAP-001 .. KFUNC-MAP-004)."""
+    devices = [_device(draw, 2, ndo_bpf=True, offdev=None), _device(draw, 3, offdev="nfp0")]
+    loads = [(k.BPF_PROG_TYPE_XDP, k.BPF_XDP_DEVMAP, 0, 0),
+             (k.BPF_PROG_TYPE_XDP, k.BPF_XDP_CPUMAP, 0, 0),
+             (k.BPF_PROG_TYPE_XDP, 0, 0, 0),
+             (k.BPF_PROG_TYPE_SCHED_CLS, 0, 0, 0),
+             (k.BPF_PROG_TYPE_XDP, draw(st.sampled_from([0, k.BPF_XDP_DEVMAP, k.BPF_XDP_CPUMAP])),
+              k.BPF_F_XDP_DEV_BOUND_ONLY, 2),
+             (k.BPF_PROG_TYPE_XDP, draw(st.sampled_from([0, k.BPF_XDP_DEVMAP, k.BPF_XDP_CPUMAP])),
+              0, 3)]
+    events: list[dict[str, Any]] = [
+        {"op": "prog_load", "prog_type": t, "expected_attach_type": a, "prog_flags": f,
+         "prog_ifindex": i, "calls": []} for t, a, f, i in loads]
+    for index in draw(st.permutations(range(len(loads)))):
+        events.append({"op": "map_update", "map_type": draw(st.sampled_from(_MAPS)),
+                       "prog": index})
+    return Scenario(component="kfunc", config={"devices": devices}, events=tuple(events),
+                    rules=("KFUNC-MAP-001", "KFUNC-MAP-002", "KFUNC-MAP-003", "KFUNC-MAP-004"))
 
 
 @st.composite
 def scenarios(draw: st.DrawFn) -> Scenario:
-    """Devices with random ops, then loads, attaches, map updates and kfunc calls."""
-    devices = []
-    for ifindex in range(2, 2 + draw(st.integers(1, 2))):
-        ops = {name: draw(_result(name))
-               for name in draw(st.lists(st.sampled_from(KFUNCS), unique=True))}
-        devices.append({"ifindex": ifindex, "name": f"eth{ifindex}", "ops": ops,
-                        "ndo_bpf": draw(st.booleans() | st.just(True)), "offdev": None})
+    """Devices with random ops (some of an offload driver, some without ndo_bpf), then
+    loads, attaches (every mode combination, twice to the same device sometimes), map
+    updates of every program map, and kfunc calls; three times in eight a family aimed
+    at the kfunc calls' branches, the attach modes or the program maps."""
+    devices = [_device(draw, ifindex) for ifindex in range(2, 2 + draw(st.integers(1, 3)))]
     ifindexes = [d["ifindex"] for d in devices]
+    offload = [d["ifindex"] for d in devices if d["offdev"] is not None]
     events: list[dict[str, Any]] = []
     loads: list[tuple[int, list[str]]] = []
     for _ in range(draw(st.integers(1, 3))):
-        calls = draw(st.lists(st.sampled_from(KFUNCS), unique=True))
-        loads.append((len(events), calls))
-        kind = draw(st.sampled_from(["bound", "bound", "unbound", "random"]))
-        load: dict[str, Any]
-        if kind == "bound":  # the common, valid case: XDP, DEV_BOUND_ONLY, a real device
-            load = {"prog_type": k.BPF_PROG_TYPE_XDP, "expected_attach_type": 0,
-                    "prog_flags": k.BPF_F_XDP_DEV_BOUND_ONLY
-                    | draw(st.sampled_from([0, k.BPF_F_XDP_HAS_FRAGS])),
-                    "prog_ifindex": draw(st.sampled_from(ifindexes))}
-        elif kind == "unbound":
-            load = {"prog_type": k.BPF_PROG_TYPE_XDP, "expected_attach_type": 0,
-                    "prog_flags": 0, "prog_ifindex": 0}
-        else:
-            load = {
-                "prog_type": draw(st.sampled_from([k.BPF_PROG_TYPE_XDP] * 4
-                                                  + [k.BPF_PROG_TYPE_SCHED_CLS, 2])),
-                "expected_attach_type": draw(st.sampled_from([0, 0, 0, k.BPF_XDP_DEVMAP,
-                                                              k.BPF_XDP_CPUMAP])),
-                "prog_flags": draw(st.sampled_from(_FLAGS)),
-                "prog_ifindex": draw(st.sampled_from([0, *ifindexes, *ifindexes, 99])),
-            }
-        events.append({"op": "prog_load", **load, "calls": calls})
+        load = draw(_load(ifindexes, offload))
+        loads.append((len(events), load["calls"]))
+        events.append({"op": "prog_load", **load})
     for _ in range(draw(st.integers(0, 6))):
         load_index, calls = draw(st.sampled_from(loads))
-        kind = draw(st.sampled_from(["attach", "map_update", "call", "call"]))
+        kind = draw(st.sampled_from(["attach", "attach", "map_update", "call", "call"]))
         if kind == "attach":
             own = events[load_index]["prog_ifindex"]
             targets = [own, own, *ifindexes] if own in ifindexes else ifindexes
-            events.append({"op": "attach", "ifindex": draw(st.sampled_from(targets)),
-                           "prog": load_index, "flags": draw(st.sampled_from(_MODES))})
+            attach = {"op": "attach", "ifindex": draw(st.sampled_from(targets)),
+                      "prog": load_index, "flags": draw(st.sampled_from(_MODES))}
+            events.append(attach)
+            if draw(st.integers(0, 2)) == 0:
+                # Again on the same device: with no mode, UPDATE_IF_NOEXIST or another
+                # program (KFUNC-ATTACH-002's ambiguity, KFUNC-ATTACH-004's -EBUSY/-EEXIST).
+                again, _ = draw(st.sampled_from(loads))
+                events.append({**attach, "prog": again, "flags": draw(st.sampled_from(
+                    [0, k.XDP_FLAGS_UPDATE_IF_NOEXIST, *_MODES]))})
         elif kind == "map_update":
             events.append({"op": "map_update", "map_type": draw(st.sampled_from(_MAPS)),
                            "prog": load_index})
@@ -239,3 +360,15 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     return Scenario(component="kfunc", config={"devices": devices}, events=tuple(events),
                     rules=("KFUNC-API-003", "KFUNC-CALL-001", "KFUNC-LOAD-005",
                            "KFUNC-ATTACH-004", "KFUNC-MAP-001"))
+
+
+#: The scenario families aimed at rules, by name (each has its own property, so each
+#: gets the ci profile's examples: a draw among them reached one family almost never).
+FAMILIES: dict[str, Callable[[], st.SearchStrategy[Scenario]]] = {
+    "calls": _calls_family, "modes": _modes_family, "maps": _maps_family,
+}
+
+
+def family_scenarios(name: str) -> st.SearchStrategy[Scenario]:
+    """The family ``name`` of :data:`FAMILIES`."""
+    return FAMILIES[name]()

@@ -1,8 +1,10 @@
 """The ``tun`` component: an op-list XDP program on frames written to a tap device.
 
-config:  none.  frames: Ethernet frames of 14 .. 1514 bytes, written one per ``write``
-         to a non-blocking tap fd, so ``tun_build_skb`` runs the native program
-         (TUN-BUF-001).
+config:  ``mtu`` (default 1500): the tap's MTU.  frames: Ethernet frames of 14 ..
+         mtu + 14 bytes, written one per ``write`` to a non-blocking tap fd, each small
+         enough for ``tun_build_skb`` to run the native program: the aligned pad, frame
+         and shared info fit one page (TUN-BUF-001; a larger frame takes another path,
+         out of this component's scope).
 observables: ``packets[i]`` = ``{"ops", "action", "data", "meta", "len"}`` as in the
          ``xdp`` component.  tun has no metadata ops: every kfunc is -EOPNOTSUPP
          (TUN-KF-001).
@@ -12,11 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import event
 from hypothesis import strategies as st
 
 from conformance.components import Component
 from conformance.components.driver_xdp import run_on_buffer
-from conformance.components.xdp import PASS_PROGRAM, op_lists
+from conformance.components.xdp import PASS_PROGRAM, edge_ops, op_lists
 from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames
 from reference import tun
@@ -24,19 +27,26 @@ from reference.errors import InvalidConfig
 from reference.kernel import resolve_kernel
 
 MAX_FRAME = 1514
+ETH_HLEN = 14
+#: A tap MTU at which frames reach the one-page limit of ``tun_can_build_skb``.
+JUMBO_MTU = 3500
+#: The longest frame whose buffer fills the page exactly, and the shortest that does
+#: (``align_up(len + pad, 64) + shinfo == PAGE_SIZE``), and one below that.
+PAGE_EDGE_LENGTHS = (3456, 3393, 3392)
 
 
 def _packet(scenario: Scenario, i: int) -> tuple[dict[str, Any], bool]:
     frame = scenario.frames[i]
-    if not 14 <= len(frame) <= MAX_FRAME or not tun.tun_can_build_skb(len(frame)):
-        raise InvalidConfig("a tap frame is 14 .. 1514 bytes", field=f"frames[{i}]",
+    max_frame = int(scenario.config.get("mtu", 1500)) + ETH_HLEN
+    if not ETH_HLEN <= len(frame) <= max_frame or not tun.tun_can_build_skb(len(frame)):
+        raise InvalidConfig("a tap frame is 14 .. mtu + 14 bytes and fits one page with "
+                            "the pad and the shared info", field=f"frames[{i}]",
                             value=len(frame), rule="TUN-BUF-001")
     ops = scenario.program_for(i) or PASS_PROGRAM
     layout = tun.tun_build_skb_layout(len(frame), resolve_kernel(scenario.kernel))
     packet, run, _ = run_on_buffer(frame, ops, headroom=layout.headroom,
-                                   frame_sz=layout.frame_sz,
-                                   metadata_ops=tun.TUN_XDP_METADATA_OPS, ctx=None,
-                                   meta_valid=layout.meta_valid)
+                                   frame_sz=layout.frame_sz, meta_valid=layout.meta_valid,
+                                   metadata_ops=tun.TUN_XDP_METADATA_OPS, ctx=None)
     return packet, tun.headroom_exposed(ops, run.records)
 
 
@@ -66,8 +76,24 @@ COMPONENT = Component(name="tun", expected=expected, field_rules=_FIELD_RULES)
 
 @st.composite
 def scenarios(draw: st.DrawFn) -> Scenario:
+    """Frames and a program; a third of the time the first frame gets a program aimed at
+    the bounds of tun's layout (its headroom, its ``buflen``: TUN-BUF-001)."""
     frames = draw(st.lists(ethernet_frames().filter(lambda f: 14 <= len(f) <= MAX_FRAME),
                            min_size=1, max_size=4))
-    return Scenario(component="tun", config={}, frames=tuple(frames),
-                    program=tuple(draw(op_lists())),
+    config: dict[str, Any] = {}
+    if draw(st.integers(0, 3)) == 0:
+        # A jumbo tap: the first frame's buffer fills the page exactly (or all but one
+        # cache line): the one-page test of tun_can_build_skb decides at its bound.
+        event("tun: a frame at the one-page limit")
+        config["mtu"] = JUMBO_MTU
+        length = draw(st.sampled_from(PAGE_EDGE_LENGTHS))
+        frames[0] = frames[0] + bytes(length - len(frames[0]))
+    per_packet = {}
+    if draw(st.integers(0, 2)) == 0:
+        event("tun: program at the layout's bounds")
+        layout = tun.tun_build_skb_layout(len(frames[0]))
+        per_packet[0] = tuple(draw(edge_ops(headroom=layout.headroom,
+                                            frame_sz=layout.frame_sz, linear=len(frames[0]))))
+    return Scenario(component="tun", config=config, frames=tuple(frames),
+                    program=tuple(draw(op_lists())), per_packet_programs=per_packet,
                     rules=("TUN-BUF-001", "TUN-KF-001"))

@@ -23,6 +23,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from hypothesis import event
 from hypothesis import strategies as st
 
 from conformance.components import Component
@@ -217,6 +218,17 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     per_packet = {}
     if len(frames) > 1 and draw(st.booleans()):
         per_packet[draw(st.integers(0, len(frames) - 1))] = tuple(_live_ops(draw(op_lists())))
+    if draw(st.integers(0, 3)) == 0:
+        # XDP_TX of a frame grown to exactly the peer's limit (MTU + L2 header + VLAN_HLEN)
+        # or one past it (VETH-STAT-003).  A frame this long fills its page_pool page,
+        # so the growth does not depend on the fragment size (VETH-SKB-002).
+        event("veth: XDP_TX at the peer's MTU limit")
+        length = draw(st.integers(1500, MAX_FRAME))
+        frames[0] = frames[0] + bytes(max(0, length - len(frames[0])))
+        limit = 1500 + veth.ETH_HLEN + veth.VLAN_HLEN
+        per_packet[0] = ({"op": "adjust_tail",
+                          "delta": limit - len(frames[0]) + draw(st.sampled_from([0, 1, -1]))},
+                         {"op": "return", "action": veth.XDP_TX})
     scenario = Scenario(component="veth", config={"path": "skb"}, frames=tuple(frames),
                         program=tuple(_live_ops(draw(op_lists()))),
                         per_packet_programs=per_packet,
