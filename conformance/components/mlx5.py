@@ -49,7 +49,7 @@ from reference import rss
 from reference.mlx5 import cqe as C
 from reference.mlx5 import rx, sim, skbmeta
 from reference.mlx5.counters import Mlx5eRqStats
-from reference.mlx5.device import Compression, DeviceConfig, RqType, TsFormat
+from reference.mlx5.device import Compression, DeviceConfig, Mlx5Device, RqType, TsFormat
 from reference.trace import Trace
 
 
@@ -226,18 +226,97 @@ _FATE_RULES = {"drop": "MLX5-XDP-005", "tx": "MLX5-XDP-007", "redirect": "MLX5-X
                "skb": "MLX5-XDP-004"}
 
 
+#: CQE fields whose encoding rule (MLX5-CQE-*) governs them besides the device rule.
+_CQE_ENCODING = {"op_own": "MLX5-CQE-003", "rss_hash_type": "MLX5-CQE-005",
+                 "l4_l3_hdr_type": "MLX5-CQE-006", "timestamp_h": "MLX5-CQE-007",
+                 "timestamp_l": "MLX5-CQE-007"}
+_SESSION_FIELDS = ("byte_cnt", "check_sum", "wqe_counter")
+
+
+def _cq_attribution(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
+    """Blame from the reference's own run of the device and the CQ reader.
+
+    A CQE is blamed on what the device decided for it: a filler on MLX5-DEV-011, an error
+    completion on the length rule that made it (MLX5-DEV-009 cyclic, MLX5-DEV-012
+    striding), a ``cqe_checksum_full`` sum on MLX5-DEV-014; its raw fields also on their
+    encoding rule (MLX5-CQE-*), and on a basic session's mini-array reading (MLX5-CQ-008,
+    op_own on MLX5-CQ-009).  Poll ``i`` is blamed on what ended it in the trace: a session
+    left whole (MLX5-CQ-004), a slot the hardware still owned (MLX5-CQ-001, or
+    MLX5-CQ-002's validity byte with enhanced compression), else the budget
+    (MLX5-CQ-003).  The compression counters on the rules that formed the sessions."""
+    cfg = config_of(scenario)
+    stamps = scenario.config.get("timestamps")
+    trace = Trace()
+    run(scenario, trace)
+    completions = Mlx5Device(cfg, pc=int(scenario.config.get("start", 0))).receive(
+        list(scenario.frames), None if stamps is None else [int(t) for t in stamps], None)
+    mode = cfg.compression
+    striding = cfg.rq_type is RqType.STRIDING
+    ended: list[set[str]] = []
+    seen: set[str] = set()
+    for event in trace.events:
+        seen.add(event.rule)
+        if event.rule == "MLX5-CQ-003" and event.what == "poll done":
+            if dict(event.fields).get("work_done"):
+                ended.append(seen)
+            seen = set()
+
+    def packet_rules(index: int, field: str) -> tuple[str, ...]:
+        if index >= len(completions):
+            return ()
+        comp = completions[index]
+        if comp.filler:
+            return ("MLX5-DEV-011",)
+        if comp.error:
+            return ("MLX5-DEV-012",) if striding else ("MLX5-DEV-009",)
+        if field == "check_sum" and cfg.csum_full:
+            return ("MLX5-DEV-014",)
+        extra: tuple[str, ...] = ()
+        if field in _CQE_ENCODING:
+            extra += (_CQE_ENCODING[field],)
+        if field == "byte_cnt" and striding:
+            extra += ("MLX5-CQE-008",)
+        if mode is Compression.BASIC and field in _SESSION_FIELDS:
+            extra += ("MLX5-CQ-008",)
+        if mode is Compression.BASIC and field == "op_own":
+            extra += ("MLX5-CQ-009",)
+        return (*COMPONENT.rules_for(f"packets[{index}].{field}"), *extra) if extra else ()
+
+    def rules(path: str) -> tuple[str, ...]:
+        if path.startswith("packets["):
+            index, _, field = path.removeprefix("packets[").partition("].")
+            return packet_rules(int(index), field) if index.isdigit() else ()
+        if path.startswith("polls["):
+            i = int(path.removeprefix("polls[").partition("]")[0])
+            if i >= len(ended):
+                return ()
+            if "MLX5-CQ-004" in ended[i]:
+                return ("MLX5-CQ-004",)
+            if "MLX5-CQ-001" in ended[i]:
+                return ("MLX5-CQ-002",) if mode is Compression.ENHANCED else ("MLX5-CQ-001",)
+            return ("MLX5-CQ-003",)
+        if path.startswith("stats.") and mode is not Compression.NONE:
+            return ("MLX5-CQ-010", "MLX5-COMP-001",
+                    "MLX5-COMP-003" if mode is Compression.ENHANCED else "MLX5-COMP-002")
+        return ()
+
+    return rules
+
+
 def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     """A kfunc record is governed by that kfunc's rule (the hash of a packet whose CQE
-    the CQ reader cleared by MLX5-KF-003); a fate by the rule of the reference's fate."""
+    the CQ reader cleared by MLX5-KF-003); a fate by the rule of the reference's fate;
+    CQEs, polls and the compression counters as :func:`_cq_attribution` says."""
+    cq_rules = _cq_attribution(scenario)
     if not runs_handlers(scenario):
-        return lambda path: ()
+        return cq_rules
     d = driver_run(scenario)
     real_time = config_of(scenario).ts_format is TsFormat.REAL_TIME
     cqes = [c for p in d.polls for c in p.cqes]
 
     def rules(path: str) -> tuple[str, ...]:
         if not path.startswith("xdp["):
-            return ()
+            return cq_rules(path)
         index = int(path.removeprefix("xdp[").partition("]")[0])
         if index >= len(d.records):
             return ()

@@ -76,13 +76,17 @@ def _rules_for_field(info: packet.PacketInfo, config: rss.RssConfig, field: str)
     flow_type = rss.flow_type_of(info)
     hashed = flow_type is not None and bool(config.fields_for(flow_type))
     if field == "hash":
+        if info.is_fragment:  # the flow type of a fragment decides first (IPV4/6_FLOW)
+            return ("RSS-IN-003",)
         if not hashed:
             return ("RSS-IN-004",)
-        if info.is_fragment:
-            return ("RSS-IN-003",)
         if config.input_xfrm:
             return ("RSS-XFRM-002",)
-        return ("RSS-IN-002", "RSS-TOEP-001")
+        # Which fields entered the input is the configuration's decision: the default
+        # table (RSS-CFG-004) or the ethtool mask the scenario gave (RSS-CFG-001/003).
+        chosen = (("RSS-CFG-004",) if config.hash_fields == rss.DEFAULT_HASH_FIELDS
+                  else ("RSS-CFG-001", "RSS-CFG-003"))
+        return ("RSS-IN-002", "RSS-TOEP-001", *chosen)
     if field == "queue":
         return ("RSS-RETA-004",) if hashed else ("RSS-RETA-005",)
     return ()
@@ -121,6 +125,28 @@ COMPONENT = Component(
 )
 
 
+_PORT_FLOWS = (rss.TCP_V4_FLOW, rss.UDP_V4_FLOW, rss.SCTP_V4_FLOW, rss.TCP_V6_FLOW,
+               rss.UDP_V6_FLOW, rss.SCTP_V6_FLOW)
+
+
+@st.composite
+def hash_field_masks(draw: st.DrawFn) -> dict[str, int]:
+    """An ethtool field mask per flow type (RSS-CFG-001, RSS-CFG-003): any subset of the
+    address and port flags for the port flows, of the address flags for the plain IP flows;
+    a flow type left out hashes nothing."""
+    addr = st.sampled_from([0, rss.RXH_IP_SRC, rss.RXH_IP_DST, rss.RXH_IP_SRC | rss.RXH_IP_DST])
+    ports = st.sampled_from([0, rss.RXH_L4_B_0_1, rss.RXH_L4_B_2_3,
+                             rss.RXH_L4_B_0_1 | rss.RXH_L4_B_2_3])
+    out = {}
+    for flow in _PORT_FLOWS:
+        if draw(st.integers(0, 5)):
+            out[str(flow)] = draw(addr) | draw(ports)
+    for flow in (rss.IPV4_FLOW, rss.IPV6_FLOW):
+        if draw(st.integers(0, 5)):
+            out[str(flow)] = draw(addr)
+    return out
+
+
 @st.composite
 def scenarios(draw: st.DrawFn, *, symmetric: bool | None = None,
               fragments: bool = False) -> Scenario:
@@ -132,10 +158,14 @@ def scenarios(draw: st.DrawFn, *, symmetric: bool | None = None,
                 if symmetric is None else st.just(rss.RXH_XFRM_SYM_XOR if symmetric else 0))
     kinds = ip_frames(fragment=True) if fragments else st.one_of(ip_frames(), ethernet_frames())
     frames = draw(st.lists(kinds, min_size=1, max_size=4))
+    config: dict[str, Any] = {"key": draw(rss_keys()).hex(),
+                              "indir": list(rss.default_indir(size, n_rings)),
+                              "input_xfrm": xfrm}
+    if not xfrm and draw(st.integers(0, 2)) == 0:
+        config["hash_fields"] = draw(hash_field_masks())
     return Scenario(
         component="rss",
-        config={"key": draw(rss_keys()).hex(), "indir": list(rss.default_indir(size, n_rings)),
-                "input_xfrm": xfrm},
+        config=config,
         frames=tuple(frames),
         rules=("RSS-IN-002", "RSS-TOEP-001", "RSS-TYPE-001", "RSS-RETA-004"),
     )

@@ -336,9 +336,8 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         if field == "cqes" and ".cqes[" in path:
             ci = int(path[path.index(".cqes[") + 6:path.rindex("]")])
             cqes = results[ei].get("cqes", [])
-            if ci < len(cqes):
-                if cqes[ci]["off"] in copies:
-                    return ("ZCRX-COPY-002",) if path.endswith(".res") else ("ZCRX-COPY-001",)
+            if ci < len(cqes) and cqes[ci]["off"] in copies:
+                return ("ZCRX-COPY-002",) if path.endswith(".res") else ("ZCRX-COPY-001",)
             return ()
         applied = during(ei)
         for rule in EVENT_RULES.get(field, ()):
