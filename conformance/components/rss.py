@@ -62,17 +62,19 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     """Which rule produced ``packets[i].<field>`` for each frame of this scenario."""
     config = config_of(scenario)
     infos = [packet.parse(frame) for frame in scenario.frames]
+    defaults = scenario.config.get("hash_fields") is None
 
     def rules(path: str) -> tuple[str, ...]:
         index, _, field = path.removeprefix("packets[").partition("].")
         if not index.isdigit() or int(index) >= len(infos):
             return ()
-        return _rules_for_field(infos[int(index)], config, field)
+        return _rules_for_field(infos[int(index)], config, field, defaults)
 
     return rules
 
 
-def _rules_for_field(info: packet.PacketInfo, config: rss.RssConfig, field: str) -> tuple[str, ...]:
+def _rules_for_field(info: packet.PacketInfo, config: rss.RssConfig, field: str,
+                     defaults: bool = True) -> tuple[str, ...]:
     flow_type = rss.flow_type_of(info)
     hashed = flow_type is not None and bool(config.fields_for(flow_type))
     if field == "hash":
@@ -84,8 +86,7 @@ def _rules_for_field(info: packet.PacketInfo, config: rss.RssConfig, field: str)
             return ("RSS-XFRM-002",)
         # Which fields entered the input is the configuration's decision: the default
         # table (RSS-CFG-004) or the ethtool mask the scenario gave (RSS-CFG-001/003).
-        chosen = (("RSS-CFG-004",) if config.hash_fields == rss.DEFAULT_HASH_FIELDS
-                  else ("RSS-CFG-001", "RSS-CFG-003"))
+        chosen = ("RSS-CFG-004",) if defaults else ("RSS-CFG-001", "RSS-CFG-003")
         return ("RSS-IN-002", "RSS-TOEP-001", *chosen)
     if field == "queue":
         return ("RSS-RETA-004",) if hashed else ("RSS-RETA-005",)
