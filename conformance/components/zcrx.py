@@ -588,6 +588,7 @@ def data_path_scenarios(draw: st.DrawFn) -> Scenario:
         "cq_entries": draw(st.sampled_from([4096, 4096, 5])),
         "pool_size": draw(st.sampled_from([1024, 4])),
     }
+    events_first: list[dict[str, Any]] = []
     if draw(st.integers(0, 3)) == 0:
         # The copy family (ZCRX-COPY-001..004): payload left in the linear part (and, past
         # the first segment of an skb, in ordinary-page frags), a readable area with free
@@ -600,12 +601,9 @@ def data_path_scenarios(draw: st.DrawFn) -> Scenario:
         events_first = [{"op": "rx"}, {"op": "recv", "len": draw(st.sampled_from([0, 3000])),
                                        "user_data": 5}]
     elif draw(st.integers(0, 2)) == 0:
-        events_first = []
         config["area"]["flags"] = IORING_ZCRX_AREA_DMABUF
         config["area"]["addr"] = 0
         config["area"]["dmabuf_fd"] = 3
-    else:
-        events_first = []
     n = len(payloads)
     events: list[dict[str, Any]] = list(events_first)
     for _ in range(draw(st.integers(1, 8))):
