@@ -36,8 +36,8 @@ from typing import Any
 
 import attrs
 from hypothesis import strategies as st
-from scapy.layers.inet import ICMP, IP, TCP, UDP
-from scapy.layers.inet6 import IPv6
+from scapy.layers.inet import ICMP, IP, TCP, UDP, IPOption_NOP
+from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrHopByHop
 from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
 from scapy.layers.sctp import SCTP
 from scapy.packet import Packet, Raw
@@ -376,7 +376,12 @@ def _eth() -> Ether:
 
 @st.composite
 def frames(draw: st.DrawFn) -> bytes:
-    """A few flows (so runs form and break), varied sizes, some tagged."""
+    """A few flows (so runs form and break), varied sizes, some tagged; one in eight of
+    the kinds the CQE's header fields tell apart (MLX5-DEV-003, MLX5-DEV-005): ARP, IPv4
+    with options, first and later IPv4 fragments, IPv6 with extension headers or no next
+    header."""
+    if draw(st.integers(0, 7)) == 0:
+        return bytes(_eth() / draw(st.sampled_from(_ODD_L3)))
     flow = draw(st.integers(0, 3))
     ip = IP(src=f"10.0.{flow}.1", dst="10.0.9.9")
     l4 = UDP(sport=1000 + flow, dport=53) if flow % 2 else TCP(sport=2000, dport=80, flags="A")
@@ -384,6 +389,19 @@ def frames(draw: st.DrawFn) -> bytes:
     if draw(st.integers(0, 7)) == 0:
         return bytes(_eth() / _dot1q(draw) / body)
     return bytes(_eth() / body)
+
+
+_ODD_L3: tuple[Packet, ...] = (
+    ARP(psrc="10.0.0.1", pdst="10.0.0.2"),
+    IP(src="10.0.5.1", dst="10.0.9.9", options=[IPOption_NOP()] * 4) / TCP(sport=5, dport=80)
+    / Raw(b"o" * 40),
+    IP(src="10.0.5.1", dst="10.0.9.9", flags="MF", frag=0) / UDP(sport=5, dport=53)
+    / Raw(b"f" * 64),
+    IP(src="10.0.5.1", dst="10.0.9.9", frag=8) / Raw(b"g" * 64),
+    IPv6(src="fd00::5", dst="fd00::9") / IPv6ExtHdrHopByHop() / IPv6ExtHdrDestOpt()
+    / UDP(sport=5, dport=53) / Raw(b"x" * 30),
+    IPv6(src="fd00::5", dst="fd00::9", nh=59) / Raw(b"n" * 20),
+)
 
 
 def _dot1q(draw: st.DrawFn) -> Dot1Q:
@@ -500,7 +518,10 @@ def xdp_scenarios(draw: st.DrawFn, *, compressed_hash: bool = False) -> Scenario
     )
     if config["rq_type"] == "striding" and config["mini_cqe_format"] == 3:
         config["log_stride_sz"] = 6
-    kfunc = "rx_hash" if compressed_hash else None
+    # Every metadata kfunc on every switch (hwtstamp, ts_format, rxhash, VLAN strip): half
+    # the programs open with one, so each return branch (MLX5-KF-002..006) is met.
+    kfunc = "rx_hash" if compressed_hash else draw(
+        st.sampled_from([None, None, None, "rx_hash", "rx_timestamp", "rx_vlan_tag"]))
     per_packet = {}
     if n > 1 and draw(st.booleans()):
         per_packet[draw(st.integers(0, n - 1))] = draw(xdp_programs(kfunc=kfunc))
