@@ -461,6 +461,9 @@ def cq_scenarios(draw: st.DrawFn) -> Scenario:
         # refuses budgets below seven there, as no poll could make progress.
         small = [1, 2, 3, 5, 7, 8, 9, 16] if config["compression"] == "basic" else [7, 8, 9, 16]
         config["budget"] = draw(st.sampled_from(small))
+        # Sessions are at most the CQ size: 32 or more slots give several mini arrays.
+        config["log_cq_size"] = draw(st.integers(5, 7))
+        config["start"] = draw(st.integers(0, (1 << config["log_cq_size"]) - 1))
         return Scenario(component="mlx5", config=config, frames=tuple(draw(session_frames())))
     mixed = draw(st.lists(frames(), min_size=1, max_size=40))
     if striding and config["log_num_strides"] == 3:
