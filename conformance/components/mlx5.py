@@ -419,7 +419,7 @@ def session_frames(draw: st.DrawFn) -> list[bytes]:
     ip = IP(src=f"10.0.{flow}.1", dst="10.0.9.9")
     l4 = UDP(sport=1000 + flow, dport=53) if flow % 2 else TCP(sport=2000, dport=80, flags="A")
     tag = draw(st.booleans())
-    sizes = draw(st.lists(st.integers(0, 600), min_size=20, max_size=90))
+    sizes = draw(st.lists(st.integers(0, 600), min_size=17, max_size=48))
     out = []
     for n in sizes:
         body = ip / l4 / Raw(b"s" * n)
