@@ -36,8 +36,8 @@ from typing import Any
 
 import attrs
 from hypothesis import strategies as st
-from scapy.layers.inet import ICMP, IP, TCP, UDP
-from scapy.layers.inet6 import IPv6
+from scapy.layers.inet import ICMP, IP, TCP, UDP, IPOption_NOP
+from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrHopByHop
 from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
 from scapy.layers.sctp import SCTP
 from scapy.packet import Packet, Raw
@@ -49,7 +49,7 @@ from reference import rss
 from reference.mlx5 import cqe as C
 from reference.mlx5 import rx, sim, skbmeta
 from reference.mlx5.counters import Mlx5eRqStats
-from reference.mlx5.device import Compression, DeviceConfig, RqType, TsFormat
+from reference.mlx5.device import Compression, DeviceConfig, Mlx5Device, RqType, TsFormat
 from reference.trace import Trace
 
 
@@ -220,6 +220,7 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("counters.rx_xdp_tx_full", ("MLX5-XDP-008",)),
     ("counters.rx_xdp_tx_err", ("MLX5-XDP-008",)),
     ("counters.rx_xdp_tx_cqe", ("MLX5-RX-003",)),
+    ("counters.rx_wqe_err", ("MLX5-CQE-009", "MLX5-RX-002")),
     ("counters.*", ("MLX5-RX-002",)),
     ("pages.recycled", ("MLX5-XDP-005",)),
     ("pages.redirected", ("MLX5-XDP-009",)),
@@ -233,18 +234,98 @@ _FATE_RULES = {"drop": "MLX5-XDP-005", "tx": "MLX5-XDP-007", "redirect": "MLX5-X
                "skb": "MLX5-XDP-004"}
 
 
+#: CQE fields whose encoding rule (MLX5-CQE-*) governs them besides the device rule.
+_CQE_ENCODING = {"op_own": "MLX5-CQE-003", "rss_hash_type": "MLX5-CQE-005",
+                 "l4_l3_hdr_type": "MLX5-CQE-006", "timestamp_h": "MLX5-CQE-007",
+                 "timestamp_l": "MLX5-CQE-007"}
+_SESSION_FIELDS = ("byte_cnt", "check_sum", "wqe_counter")
+
+
+def _cq_attribution(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
+    """Blame from the reference's own run of the device and the CQ reader.
+
+    A CQE is blamed on what the device decided for it: a filler on MLX5-DEV-011, an error
+    completion on the length rule that made it (MLX5-DEV-009 cyclic, MLX5-DEV-012
+    striding), a ``cqe_checksum_full`` sum on MLX5-DEV-014; its raw fields also on their
+    encoding rule (MLX5-CQE-*), and on a basic session's mini-array reading (MLX5-CQ-008,
+    op_own on MLX5-CQ-009).  Poll ``i`` is blamed on what ended it in the trace: a session
+    left whole (MLX5-CQ-004), a slot the hardware still owned (MLX5-CQ-001, or
+    MLX5-CQ-002's validity byte with enhanced compression), else the budget
+    (MLX5-CQ-003).  The compression counters on the rules that formed the sessions."""
+    cfg = config_of(scenario)
+    stamps = scenario.config.get("timestamps")
+    trace = Trace()
+    run(scenario, trace)
+    completions = Mlx5Device(cfg, pc=int(scenario.config.get("start", 0))).receive(
+        list(scenario.frames), None if stamps is None else [int(t) for t in stamps], None)
+    mode = cfg.compression
+    striding = cfg.rq_type is RqType.STRIDING
+    ended: list[set[str]] = []
+    seen: set[str] = set()
+    for event in trace.events:
+        seen.add(event.rule)
+        if event.rule == "MLX5-CQ-003" and event.what == "poll done":
+            if dict(event.fields).get("work_done"):
+                ended.append(seen)
+            seen = set()
+
+    def packet_rules(index: int, field: str) -> tuple[str, ...]:
+        if index >= len(completions):
+            return ()
+        comp = completions[index]
+        if comp.filler:
+            return ("MLX5-DEV-011",)
+        if comp.error:
+            return ("MLX5-DEV-012",) if striding else ("MLX5-DEV-009",)
+        if field == "check_sum" and cfg.csum_full:
+            return ("MLX5-DEV-014",)
+        extra: tuple[str, ...] = ()
+        if field in _CQE_ENCODING:
+            extra += (_CQE_ENCODING[field],)
+        if field == "byte_cnt" and striding:
+            extra += ("MLX5-CQE-008",)
+        if mode is Compression.BASIC and field in _SESSION_FIELDS:
+            extra += ("MLX5-CQ-008",)
+        if mode is Compression.BASIC and field == "op_own":
+            extra += ("MLX5-CQ-009",)
+        return (*COMPONENT.rules_for(f"packets[{index}].{field}"), *extra) if extra else ()
+
+    def rules(path: str) -> tuple[str, ...]:
+        if path.startswith("packets["):
+            index, _, field = path.removeprefix("packets[").partition("].")
+            return packet_rules(int(index), field) if index.isdigit() else ()
+        if path.startswith("polls["):
+            i = int(path.removeprefix("polls[").partition("]")[0])
+            if i >= len(ended):
+                return ()
+            if "MLX5-CQ-004" in ended[i]:
+                return ("MLX5-CQ-004",)
+            for rule in ("MLX5-CQ-002", "MLX5-CQ-001"):  # stopped at a slot not yet new
+                if rule in ended[i]:
+                    return (rule,)
+            return ("MLX5-CQ-003",)
+        if path.startswith("stats.") and mode is not Compression.NONE:
+            return ("MLX5-CQ-010", "MLX5-COMP-001",
+                    "MLX5-COMP-003" if mode is Compression.ENHANCED else "MLX5-COMP-002")
+        return ()
+
+    return rules
+
+
 def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     """A kfunc record is governed by that kfunc's rule (the hash of a packet whose CQE
-    the CQ reader cleared by MLX5-KF-003); a fate by the rule of the reference's fate."""
+    the CQ reader cleared by MLX5-KF-003); a fate by the rule of the reference's fate;
+    CQEs, polls and the compression counters as :func:`_cq_attribution` says."""
+    cq_rules = _cq_attribution(scenario)
     if not runs_handlers(scenario):
-        return lambda path: ()
+        return cq_rules
     d = driver_run(scenario)
     real_time = config_of(scenario).ts_format is TsFormat.REAL_TIME
     cqes = [c for p in d.polls for c in p.cqes]
 
     def rules(path: str) -> tuple[str, ...]:
         if not path.startswith("xdp["):
-            return ()
+            return cq_rules(path)
         index = int(path.removeprefix("xdp[").partition("]")[0])
         if index >= len(d.records):
             return ()
@@ -302,14 +383,55 @@ def _eth() -> Ether:
 
 @st.composite
 def frames(draw: st.DrawFn) -> bytes:
-    """A few flows (so runs form and break), varied sizes, some tagged."""
+    """A few flows (so runs form and break), varied sizes, some tagged; one in eight of
+    the kinds the CQE's header fields tell apart (MLX5-DEV-003, MLX5-DEV-005): ARP, IPv4
+    with options, first and later IPv4 fragments, IPv6 with extension headers or no next
+    header."""
+    if draw(st.integers(0, 7)) == 0:
+        return bytes(_eth() / draw(st.sampled_from(_ODD_L3)))
     flow = draw(st.integers(0, 3))
     ip = IP(src=f"10.0.{flow}.1", dst="10.0.9.9")
     l4 = UDP(sport=1000 + flow, dport=53) if flow % 2 else TCP(sport=2000, dport=80, flags="A")
     body = ip / l4 / Raw(b"m" * draw(st.integers(0, 600)))
     if draw(st.integers(0, 7)) == 0:
-        return bytes(_eth() / Dot1Q(vlan=draw(st.integers(1, 4094))) / body)
+        return bytes(_eth() / _dot1q(draw) / body)
     return bytes(_eth() / body)
+
+
+_ODD_L3: tuple[Packet, ...] = (
+    ARP(psrc="10.0.0.1", pdst="10.0.0.2"),
+    IP(src="10.0.5.1", dst="10.0.9.9", options=[IPOption_NOP()] * 4) / TCP(sport=5, dport=80)
+    / Raw(b"o" * 40),
+    IP(src="10.0.5.1", dst="10.0.9.9", flags="MF", frag=0) / UDP(sport=5, dport=53)
+    / Raw(b"f" * 64),
+    IP(src="10.0.5.1", dst="10.0.9.9", frag=8) / Raw(b"g" * 64),
+    IPv6(src="fd00::5", dst="fd00::9") / IPv6ExtHdrHopByHop() / IPv6ExtHdrDestOpt()
+    / UDP(sport=5, dport=53) / Raw(b"x" * 30),
+    IPv6(src="fd00::5", dst="fd00::9", nh=59) / Raw(b"n" * 20),
+)
+
+
+def _dot1q(draw: st.DrawFn) -> Dot1Q:
+    """An 802.1Q tag whose PCP and DEI bits are set as often as not (MLX5-DEV-006 reports
+    the whole TCI, MLX5-SKB-002 hands it to the stack)."""
+    return Dot1Q(prio=draw(st.sampled_from([0, 0, 3, 7])), dei=draw(st.integers(0, 1)),
+                 vlan=draw(st.sampled_from([1, 100, 4094])))
+
+
+@st.composite
+def session_frames(draw: st.DrawFn) -> list[bytes]:
+    """One flow, many packets of different lengths: with compression on they form long
+    sessions (MLX5-COMP-001 groups completions equal but for length and checksum)."""
+    flow = draw(st.integers(0, 3))
+    ip = IP(src=f"10.0.{flow}.1", dst="10.0.9.9")
+    l4 = UDP(sport=1000 + flow, dport=53) if flow % 2 else TCP(sport=2000, dport=80, flags="A")
+    tag = draw(st.booleans())
+    sizes = draw(st.lists(st.integers(0, 600), min_size=17, max_size=48))
+    out = []
+    for n in sizes:
+        body = ip / l4 / Raw(b"s" * n)
+        out.append(bytes(_eth() / Dot1Q(prio=5, dei=1, vlan=7) / body if tag else _eth() / body))
+    return out
 
 
 def scenarios() -> st.SearchStrategy[Scenario]:
@@ -320,6 +442,10 @@ def scenarios() -> st.SearchStrategy[Scenario]:
 
 @st.composite
 def cq_scenarios(draw: st.DrawFn) -> Scenario:
+    """Mixed flows; a third of the time a long compressed session of one flow read
+    under small budgets (sessions resumed across polls: MLX5-CQ-003/004, MLX5-CQ-008/009);
+    the smallest striding WQEs get a frame larger than a whole WQE (MLX5-DEV-012)."""
+    family = draw(st.sampled_from(["mixed", "mixed", "session"]))
     striding = draw(st.booleans())
     log_cq = draw(st.integers(3, 7))
     config: dict[str, Any] = {
@@ -336,11 +462,23 @@ def cq_scenarios(draw: st.DrawFn) -> Scenario:
         "budget": draw(st.integers(8, 64)),
         "start": draw(st.integers(0, (1 << log_cq) - 1)),
     }
-    return Scenario(
-        component="mlx5",
-        config=config,
-        frames=tuple(draw(st.lists(frames(), min_size=1, max_size=40))),
-    )
+    if family == "session":
+        config["compression"] = draw(st.sampled_from(["basic", "enhanced"]))
+        # An enhanced CQE of up to seven packets is taken whole (MLX5-CQ-004): the model
+        # refuses budgets below seven there, as no poll could make progress.
+        small = [1, 2, 3, 5, 7, 8, 9, 16] if config["compression"] == "basic" else [7, 8, 9, 16]
+        config["budget"] = draw(st.sampled_from(small))
+        # Sessions are at most the CQ size: 32 or more slots give several mini arrays.
+        config["log_cq_size"] = draw(st.integers(5, 7))
+        config["start"] = draw(st.integers(0, (1 << config["log_cq_size"]) - 1))
+        return Scenario(component="mlx5", config=config, frames=tuple(draw(session_frames())))
+    mixed = draw(st.lists(frames(), min_size=1, max_size=40))
+    if striding and config["log_num_strides"] == 3:
+        # 8 strides of 64 bytes: a frame over 512 bytes fills more than a whole WQE.
+        big = bytes(_eth() / IP(src="10.0.7.1", dst="10.0.9.9") / UDP(sport=7, dport=9)
+                    / Raw(b"b" * draw(st.integers(485, 600))))
+        mixed.insert(draw(st.integers(0, len(mixed))), big)
+    return Scenario(component="mlx5", config=config, frames=tuple(mixed))
 
 
 # --- step 2: programs on the driver path ---------------------------------------------------
@@ -390,7 +528,10 @@ def xdp_scenarios(draw: st.DrawFn, *, compressed_hash: bool = False) -> Scenario
     )
     if config["rq_type"] == "striding" and config["mini_cqe_format"] == 3:
         config["log_stride_sz"] = 6
-    kfunc = "rx_hash" if compressed_hash else None
+    # Every metadata kfunc on every switch (hwtstamp, ts_format, rxhash, VLAN strip): half
+    # the programs open with one, so each return branch (MLX5-KF-002..006) is met.
+    kfunc = "rx_hash" if compressed_hash else draw(
+        st.sampled_from([None, None, None, "rx_hash", "rx_timestamp", "rx_vlan_tag"]))
     per_packet = {}
     if n > 1 and draw(st.booleans()):
         per_packet[draw(st.integers(0, n - 1))] = draw(xdp_programs(kfunc=kfunc))

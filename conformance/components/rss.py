@@ -16,6 +16,11 @@ from typing import Any
 
 import attrs
 from hypothesis import strategies as st
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop
+from scapy.layers.l2 import Ether
+from scapy.layers.sctp import SCTP
+from scapy.packet import Packet, Raw
 
 from conformance.components import Component
 from conformance.scenario import Scenario
@@ -62,27 +67,32 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     """Which rule produced ``packets[i].<field>`` for each frame of this scenario."""
     config = config_of(scenario)
     infos = [packet.parse(frame) for frame in scenario.frames]
+    defaults = scenario.config.get("hash_fields") is None
 
     def rules(path: str) -> tuple[str, ...]:
         index, _, field = path.removeprefix("packets[").partition("].")
         if not index.isdigit() or int(index) >= len(infos):
             return ()
-        return _rules_for_field(infos[int(index)], config, field)
+        return _rules_for_field(infos[int(index)], config, field, defaults)
 
     return rules
 
 
-def _rules_for_field(info: packet.PacketInfo, config: rss.RssConfig, field: str) -> tuple[str, ...]:
+def _rules_for_field(info: packet.PacketInfo, config: rss.RssConfig, field: str,
+                     defaults: bool = True) -> tuple[str, ...]:
     flow_type = rss.flow_type_of(info)
     hashed = flow_type is not None and bool(config.fields_for(flow_type))
     if field == "hash":
+        if info.is_fragment:  # the flow type of a fragment decides first (IPV4/6_FLOW)
+            return ("RSS-IN-003",)
         if not hashed:
             return ("RSS-IN-004",)
-        if info.is_fragment:
-            return ("RSS-IN-003",)
         if config.input_xfrm:
             return ("RSS-XFRM-002",)
-        return ("RSS-IN-002", "RSS-TOEP-001")
+        # Which fields entered the input is the configuration's decision: the default
+        # table (RSS-CFG-004) or the ethtool mask the scenario gave (RSS-CFG-001/003).
+        chosen = ("RSS-CFG-004",) if defaults else ("RSS-CFG-001", "RSS-CFG-003")
+        return ("RSS-IN-002", "RSS-TOEP-001", *chosen)
     if field == "queue":
         return ("RSS-RETA-004",) if hashed else ("RSS-RETA-005",)
     return ()
@@ -122,6 +132,54 @@ COMPONENT = Component(
 
 
 @st.composite
+def boundary_frames(draw: st.DrawFn) -> bytes:
+    """Frames at the edges of what RSS reads (RSS-IN-001..004): ports 0 and 65535 of
+    each L4, an IPv4 fragment at offset 1 (8 bytes) and at the last offset, IPv6 behind
+    extension headers, IPv6 with no next header, an IPv6 fragment at offset 1."""
+    sport, dport = draw(st.sampled_from([(0, 65535), (65535, 0), (65535, 65535), (1, 0)]))
+    l4: Packet = draw(st.sampled_from([TCP(sport=sport, dport=dport, flags="A"),
+                                        UDP(sport=sport, dport=dport),
+                                        SCTP(sport=sport, dport=dport)]))
+    v4 = IP(src="192.0.2.1", dst="198.51.100.7")
+    v6 = IPv6(src="2001:db8::1", dst="2001:db8::7")
+    kind = draw(st.sampled_from(["v4", "v6", "v6ext", "frag1", "fraglast", "v6none",
+                                 "v6frag1"]))
+    l3: Packet = {
+        "v4": v4 / l4,
+        "v6": v6 / l4,
+        "v6ext": v6 / IPv6ExtHdrHopByHop() / IPv6ExtHdrDestOpt() / l4,
+        "frag1": IP(src="192.0.2.1", dst="198.51.100.7", proto=6, frag=1) / Raw(b"x" * 16),
+        "fraglast": IP(src="192.0.2.1", dst="198.51.100.7", proto=17, frag=0x1FFF)
+        / Raw(b"y" * 8),
+        "v6none": IPv6(src="2001:db8::1", dst="2001:db8::7", nh=59) / Raw(b"z" * 8),
+        "v6frag1": v6 / IPv6ExtHdrFragment(offset=1, nh=17) / Raw(b"w" * 16),
+    }[kind]
+    return bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / l3)
+
+
+_PORT_FLOWS = (rss.TCP_V4_FLOW, rss.UDP_V4_FLOW, rss.SCTP_V4_FLOW, rss.TCP_V6_FLOW,
+               rss.UDP_V6_FLOW, rss.SCTP_V6_FLOW)
+
+
+@st.composite
+def hash_field_masks(draw: st.DrawFn) -> dict[str, int]:
+    """An ethtool field mask per flow type (RSS-CFG-001, RSS-CFG-003): any subset of the
+    address and port flags for the port flows, of the address flags for the plain IP flows;
+    a flow type left out hashes nothing."""
+    addr = st.sampled_from([0, rss.RXH_IP_SRC, rss.RXH_IP_DST, rss.RXH_IP_SRC | rss.RXH_IP_DST])
+    ports = st.sampled_from([0, rss.RXH_L4_B_0_1, rss.RXH_L4_B_2_3,
+                             rss.RXH_L4_B_0_1 | rss.RXH_L4_B_2_3])
+    out = {}
+    for flow in _PORT_FLOWS:
+        if draw(st.integers(0, 5)):
+            out[str(flow)] = draw(addr) | draw(ports)
+    for flow in (rss.IPV4_FLOW, rss.IPV6_FLOW):
+        if draw(st.integers(0, 5)):
+            out[str(flow)] = draw(addr)
+    return out
+
+
+@st.composite
 def scenarios(draw: st.DrawFn, *, symmetric: bool | None = None,
               fragments: bool = False) -> Scenario:
     """RSS scenarios: a key, a table over 1-16 rings, default fields, a few frames
@@ -130,12 +188,17 @@ def scenarios(draw: st.DrawFn, *, symmetric: bool | None = None,
     size = draw(st.sampled_from([64, 128, 256]))
     xfrm = draw(st.sampled_from([0, 0, rss.RXH_XFRM_SYM_XOR, rss.RXH_XFRM_SYM_OR_XOR])
                 if symmetric is None else st.just(rss.RXH_XFRM_SYM_XOR if symmetric else 0))
-    kinds = ip_frames(fragment=True) if fragments else st.one_of(ip_frames(), ethernet_frames())
+    kinds = (ip_frames(fragment=True) if fragments
+             else st.one_of(ip_frames(), ethernet_frames(), boundary_frames()))
     frames = draw(st.lists(kinds, min_size=1, max_size=4))
+    config: dict[str, Any] = {"key": draw(rss_keys()).hex(),
+                              "indir": list(rss.default_indir(size, n_rings)),
+                              "input_xfrm": xfrm}
+    if not xfrm and draw(st.integers(0, 2)) == 0:
+        config["hash_fields"] = draw(hash_field_masks())
     return Scenario(
         component="rss",
-        config={"key": draw(rss_keys()).hex(), "indir": list(rss.default_indir(size, n_rings)),
-                "input_xfrm": xfrm},
+        config=config,
         frames=tuple(frames),
         rules=("RSS-IN-002", "RSS-TOEP-001", "RSS-TYPE-001", "RSS-RETA-004"),
     )

@@ -269,27 +269,81 @@ FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+#: For a field of ``events[i]``: the rules that can decide it, most specific first.  The
+#: first of them the reference applied *during that event* (its trace) is blamed.
+EVENT_RULES: dict[str, tuple[str, ...]] = {
+    "rc": ("ZCRX-CQE-001", "ZCRX-CQE-003", "ZCRX-COPY-003", "ZCRX-COPY-004", "ZCRX-CQE-005"),
+    "requeue": ("ZCRX-CQE-003", "ZCRX-COPY-004", "ZCRX-CQE-005"),
+    "got": ("ZCRX-MP-002", "ZCRX-MP-003"),
+    "delivered": ("ZCRX-SIM-002", "ZCRX-SIM-001"),
+    "dropped": ("ZCRX-SIM-001",),
+}
+
+
+def traced_events(scenario: Scenario) -> tuple[ZcrxEngine, list[Any], Trace, list[int]]:
+    """:func:`simulate` with a trace, and where each event's part of the trace starts
+    (``bounds[i]`` .. ``bounds[i + 1]`` are the decisions of event ``i``)."""
+    trace = Trace()
+    engine = ZcrxEngine(config_of(scenario), trace)
+    payloads = [payload_of(f) for f in scenario.frames]
+    received: set[int] = set()
+    bounds = [len(trace)]
+    results = []
+    for ev in scenario.events:
+        results.append(_run_event(engine, ev, payloads, received))
+        bounds.append(len(trace))
+    return engine, results, trace, bounds
+
+
 def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
-    """``register.rc`` is governed by the rule that decided it; a refill outcome by the
-    rule of the outcome the reference reached; a copied CQE by the copy rule."""
-    engine, results = simulate(scenario)
+    """Blame from the reference's own run: ``register.rc`` on the rule that decided it; a
+    refill outcome on the rule of the outcome reached; a field of event ``i`` on the rule
+    the reference applied during event ``i`` that decides that field (EVENT_RULES; a
+    copied CQE on the copy rules); the user references on ZCRX-CQE-004 (each zero-copy CQE
+    takes one); the pools' end state on the restart or shutdown that released them."""
+    engine, results, trace, bounds = traced_events(scenario)
     outcomes = [r.outcome for r in engine.ifq.refills] if engine.ifq is not None else []
     copies = {c.off for c in engine.cqes if c.copy}
+    every = set(trace.rules())
+    rx_buf_len = int(scenario.config.get("reg", {}).get("rx_buf_len", 0) or 0)
+
+    def during(i: int) -> set[str]:
+        return {e.rule for e in trace.events[bounds[i]:bounds[i + 1]]}
 
     def rules(path: str) -> tuple[str, ...]:
         if path == "register.rc":
             return (engine.result.rule,)
+        if path == "register.rx_buf_len" and rx_buf_len == 0 and engine.result.ok:
+            return ("ZCRX-BUFLEN-001",)
         if path.startswith("refills[") and path.endswith("].outcome"):
             i = int(path[len("refills["):path.index("]")])
             if i < len(outcomes):
                 return (OUTCOME_RULE[outcomes[i]],)
-        if path.startswith("events[") and ".cqes[" in path:
-            ei = int(path[len("events["):path.index("]")])
+        if path.startswith("refills[") and path.endswith("].seq"):
+            return ("ZCRX-REFILL-001", "ZCRX-REFILL-007")
+        if path.startswith("final.user_refs") and "ZCRX-CQE-004" in every:
+            return ("ZCRX-CQE-004",)
+        if path.startswith("final.pools"):
+            for rule in ("ZCRX-SCRUB-002", "ZCRX-MP-006"):
+                if rule in every:
+                    return (rule,)
+            return ()
+        if not path.startswith("events["):
+            return ()
+        ei = int(path[len("events["):path.index("]")])
+        if ei >= len(results):
+            return ()
+        field = path[path.index("]") + 2:].partition("[")[0].partition(".")[0]
+        if field == "cqes" and ".cqes[" in path:
             ci = int(path[path.index(".cqes[") + 6:path.rindex("]")])
-            if ei < len(results):
-                cqes = results[ei].get("cqes", [])
-                if ci < len(cqes) and cqes[ci]["off"] in copies:
-                    return ("ZCRX-COPY-001",)
+            cqes = results[ei].get("cqes", [])
+            if ci < len(cqes) and cqes[ci]["off"] in copies:
+                return ("ZCRX-COPY-002",) if path.endswith(".res") else ("ZCRX-COPY-001",)
+            return ()
+        applied = during(ei)
+        for rule in EVENT_RULES.get(field, ()):
+            if rule in applied:
+                return (rule,)
         return ()
 
     return rules
@@ -498,6 +552,15 @@ def registration_scenarios(draw: st.DrawFn) -> Scenario:
                     rules=("ZCRX-REG-011",))
 
 
+def fault_scenarios() -> list[Scenario]:
+    """One registration per entry of :data:`FAULTS`, on the default configuration."""
+    base: dict[str, Any] = {"reg": {"rq_entries": 64, "rx_buf_len": 0},
+                            "area": {"len": 64 * 1024}, "region": {"size": 4096},
+                            "netdev": {"qcfg_rx_page_size": False}}
+    return [Scenario(component="zcrx", config=_merge(base, patch), rules=(rule,))
+            for rule, patch in FAULTS]
+
+
 def _refill_entry(draw: st.DrawFn) -> dict[str, Any]:
     kind = draw(st.sampled_from(["index", "index", "area", "pad", "far"]))
     idx = draw(st.integers(0, 80))
@@ -527,12 +590,24 @@ def data_path_scenarios(draw: st.DrawFn) -> Scenario:
         "cq_entries": draw(st.sampled_from([4096, 4096, 5])),
         "pool_size": draw(st.sampled_from([1024, 4])),
     }
+    events_first: list[dict[str, Any]] = []
     if draw(st.integers(0, 3)) == 0:
+        # The copy family (ZCRX-COPY-001..004): payload left in the linear part (and, past
+        # the first segment of an skb, in ordinary-page frags), a readable area with free
+        # niovs beyond the pool's first provider batch, sometimes a CQ that fills.
+        # (The pool's first provider batch takes 64 niovs: 256 of 4 KiB leave the rest.)
+        config["device"]["linear_payload"] = draw(st.sampled_from([10, 1448, 5000]))
+        config["area"]["len"] = 1 << 20
+        config["reg"]["rx_buf_len"] = 0
+        config["netdev"]["qcfg_rx_page_size"] = False
+        events_first = [{"op": "rx"}, {"op": "recv", "len": draw(st.sampled_from([0, 3000])),
+                                       "user_data": 5}]
+    elif draw(st.integers(0, 2)) == 0:
         config["area"]["flags"] = IORING_ZCRX_AREA_DMABUF
         config["area"]["addr"] = 0
         config["area"]["dmabuf_fd"] = 3
     n = len(payloads)
-    events: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = list(events_first)
     for _ in range(draw(st.integers(1, 8))):
         op = draw(st.sampled_from(["rx", "recv", "return", "return", "refill", "alloc",
                                    "restart", "reap", "recv"]))

@@ -16,7 +16,11 @@ COMPONENT = mlx5.COMPONENT
 @pytest.mark.rule("MLX5-DEV-002", "MLX5-DEV-003", "MLX5-DEV-004", "MLX5-DEV-005", "MLX5-DEV-006",
                   "MLX5-DEV-008", "MLX5-DEV-009", "MLX5-DEV-010", "MLX5-DEV-011",
                   "MLX5-DEV-013", "MLX5-COMP-001", "MLX5-COMP-005", "MLX5-CQ-003",
-                  "MLX5-CQ-004", "MLX5-CQ-005", "MLX5-CQ-006", "MLX5-CQ-007", "MLX5-CQ-010")
+                  "MLX5-CQ-004", "MLX5-CQ-005", "MLX5-CQ-006", "MLX5-CQ-007", "MLX5-CQ-010",
+                  "MLX5-DEV-007", "MLX5-DEV-012", "MLX5-COMP-002",
+                  "MLX5-COMP-003", "MLX5-COMP-004", "MLX5-CQ-001", "MLX5-CQ-002", "MLX5-CQ-008",
+                  "MLX5-CQ-009", "MLX5-CQE-003", "MLX5-CQE-005", "MLX5-CQE-006",
+                  "MLX5-CQE-007", "MLX5-CQE-008")
 @given(scenario=mlx5.cq_scenarios())
 def test_mlx5_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)
@@ -28,7 +32,8 @@ def test_mlx5_agrees_with_reference(rx_target: TargetSession, scenario: Scenario
 @pytest.mark.rule("MLX5-XDP-001", "MLX5-XDP-002", "MLX5-XDP-003", "MLX5-XDP-004",
                   "MLX5-XDP-005", "MLX5-XDP-006", "MLX5-XDP-007", "MLX5-XDP-008",
                   "MLX5-XDP-009", "MLX5-RX-001", "MLX5-RX-002", "MLX5-RX-003",
-                  "MLX5-KF-002", "MLX5-KF-004", "MLX5-KF-005", "MLX5-KF-006")
+                  "MLX5-KF-002", "MLX5-KF-004", "MLX5-KF-005", "MLX5-KF-006", "MLX5-RX-005",
+                  "MLX5-CQE-009")
 @given(scenario=mlx5.xdp_scenarios())
 def test_mlx5_xdp_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)

@@ -22,7 +22,8 @@ COMPONENT = rss_component.COMPONENT
 
 
 @pytest.mark.rule("RSS-IN-001", "RSS-IN-002", "RSS-IN-003", "RSS-IN-004", "RSS-TOEP-001",
-                  "RSS-TYPE-001", "RSS-RETA-004", "RSS-RETA-005", "RSS-XFRM-002")
+                  "RSS-TYPE-001", "RSS-RETA-004", "RSS-RETA-005", "RSS-XFRM-002",
+                  "RSS-CFG-001", "RSS-CFG-003", "RSS-CFG-004")
 @given(scenario=rss_component.scenarios())
 def test_rss_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)

@@ -316,6 +316,7 @@ class Mlx5eRxCq:
         title_cqe: C.mlx5_cqe64 | None = None
         cqe = self.get_cqe_enhanced_comp(ring)
         if cqe is None:
+            emit(trace, "MLX5-CQ-002", "validity byte of the last lap: not new", cc=self.cc)
             return 0
         if cqd.last_cqe_title and C.mlx5_get_cqe_format(cqe) == C.MLX5_COMPRESSED:
             self.cqe_compress_blks += 1
@@ -336,6 +337,7 @@ class Mlx5eRxCq:
                 break
             nxt = self.get_cqe_enhanced_comp(ring)
             if nxt is None:
+                emit(trace, "MLX5-CQ-002", "validity byte of the last lap: not new", cc=self.cc)
                 break
             cqe = nxt
         if title_cqe is not None:

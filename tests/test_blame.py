@@ -1,0 +1,241 @@
+"""Every SPEC rule is blameable, marked as outside a target's view, or a listed gap.
+
+A target can fail a rule only if two things hold (conformance/check.py): some property
+names the rule in its ``rule`` marker, and the comparison's field->rule attribution can
+return it for a differing field. The attribution is the component's trace-based
+``attribute`` (which rule the reference applied to produce that field) falling back to its
+static ``field_rules``; a property may also raise :class:`RuleMismatch` itself with the
+rules of a check it makes without the reference (``EXPLICIT`` below). A target fault
+fails every rule of the property at once; that names no rule, so it does not count.
+
+"Reachable in the attribution" is measured, not read off the code: each property's
+scenario strategy is drawn ``SAMPLES`` times (derandomized), the reference answers, and
+the attribution is asked about every path of its observables. Rules in a component's
+static ``field_rules`` count as reachable too: the map names them for any target.
+
+A rule nothing can blame carries an ``*Outside view:*`` line in SPEC.md under its heading
+(the convention of the fec/page_pool/cpumap rules: ``not observable by a target: <why>``,
+``not yet reached by a conformance property: <why>``, or ``checked through <rule>``), or it
+is listed in :data:`KNOWN_GAPS` with a one-line reason. The list only shrinks: a listed
+rule that becomes blameable fails :func:`test_known_gaps_are_still_gaps`.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+import conformance.properties
+from conformance.components import registry
+from conformance.observe import flatten
+from conformance.scenario import Scenario, to_jsonable
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = ROOT / "SPEC.md"
+HEADING_RE = re.compile(r"^#### (?P<id>\S+) — (?P<title>.+)$", re.MULTILINE)
+OUTSIDE_RE = re.compile(r"^\*Outside view:\* (?P<what>.+)$", re.MULTILINE)
+#: The phrasings an ``*Outside view:*`` line opens with (SPEC.md's preface).
+OUTSIDE_KINDS = ("not observable by a target:", "not yet reached by a conformance property:",
+                 "checked through ", "checked as ", "checked by the unit tests")
+
+#: Scenarios drawn per property to find the rules its attribution can return.
+SAMPLES = 60
+
+#: Properties that blame rules by their own check, without the reference's observables
+#: (the rule ids must appear in the property's module).
+EXPLICIT: dict[str, tuple[str, ...]] = {
+    "test_zcrx.test_zcrx_ownership_holds": ("ZCRX-OWN-001", "ZCRX-OWN-002", "ZCRX-OWN-003"),
+    "test_veth.test_veth_rx_hash_is_a_flow_hash": ("VETH-KF-005",),
+    "test_veth.test_veth_rx_hash_of_tagged_frames": ("VETH-KF-005", "VETH-KF-007"),
+}
+
+_LIB = ("library rule: a wrong reading shows as the driver rule that consumes it "
+        "(no trace-based attribution into the shared parser/checksum code yet)")
+_XDP = "xdp/veth/tun/kfunc components: being made blameable on the power-xdp branch"
+
+_NAMED = ("named by its property's marker, but no attribution path returns it for the "
+          "scenarios the blame test draws (fec/page_pool/cpumap: not investigated here)")
+
+#: Rules blameable in principle that no property and attribution name yet, with why.
+KNOWN_GAPS: dict[str, str] = {
+    **{r: _NAMED for r in (
+        "FEC-DEV-003", "FEC-DEV-004", "FEC-DEV-006", "FEC-DEV-007", "FEC-DEV-008",
+        "FEC-RX-001", "FEC-TX-006", "FEC-XDP-006", "CPUMAP-ENQ-004", "PP-DESTROY-002",
+        "PP-DESTROY-006", "PP-FRAG-005", "PP-NUMA-002", "PP-RECYCLE-002")},
+    "MLX5-CSUM-002": "mlx5: the device model writes no LRO completions (lro_num_seg is "
+                     "always 0), so no scenario reaches the LRO branch",
+    **{r: _LIB for r in (
+        "CSUM-001", "CSUM-002", "CSUM-003", "CSUM-004", "CSUM-005", "CSUM-006", "CSUM-007",
+        "CSUM-008", "CSUM-009", "CSUM-L4-001", "CSUM-L4-002", "CSUM-L4-003", "CSUM-L4-004",
+        "CSUM-L4-005", "CSUM-L4-006", "CSUM-RX-001", "CSUM-RX-002", "CSUM-SUM-001",
+        "CSUM-SUM-002", "CSUM-SUM-003", "CSUM-SUM-004", "CSUM-SUM-005", "CSUM-SUM-006",
+        "PKT-001", "PKT-002", "PKT-003", "PKT-ETH-001", "PKT-ETH-002", "PKT-IP4-001",
+        "PKT-IP4-002", "PKT-IP4-003", "PKT-IP4-004", "PKT-IP4-005", "PKT-IP6-001",
+        "PKT-IP6-002", "PKT-IP6-003", "PKT-IP6-004", "PKT-IP6-005", "PKT-IP6-006",
+        "PKT-L4-001", "PKT-L4-002", "PKT-L4-003", "PKT-L4-004", "PKT-L4-005", "PKT-L4-006",
+        "PKT-VLAN-001", "PKT-VLAN-002")},
+    **{r: _XDP for r in (
+        "KFUNC-API-001", "KFUNC-API-002", "KFUNC-API-005", "KFUNC-API-006",
+        "KFUNC-ATTACH-001", "KFUNC-ATTACH-002", "KFUNC-ATTACH-003", "KFUNC-ATTACH-005",
+        "KFUNC-LOAD-001", "KFUNC-LOAD-002", "KFUNC-LOAD-004", "KFUNC-LOAD-006",
+        "KFUNC-LOAD-007", "KFUNC-MAP-002", "KFUNC-MAP-003", "KFUNC-MAP-004",
+        "KFUNC-RSS-001", "KFUNC-RSS-002", "KFUNC-RSS-003", "VETH-FRAME-001", "VETH-MTU-001",
+        "XDP-ACT-001", "XDP-ACT-003", "XDP-ADJ-001", "XDP-ADJ-007",
+        "XDP-BUFF-001", "XDP-BUFF-002", "XDP-BUFF-003", "XDP-BUFF-004", "XDP-BUFF-005",
+        "XDP-BUFF-006", "XDP-BUFF-007", "XDP-FRAME-001", "XDP-FRAME-003", "XDP-FRAME-004",
+        "XDP-FRAME-005", "XDP-FRAME-006", "XDP-FRAME-007", "XDP-MEM-001", "XDP-MEM-002",
+        "XDP-MEM-003", "XDP-MEM-004", "XDP-MEM-005", "XDP-MEM-006")},
+}
+
+
+def spec_rules() -> dict[str, str]:
+    """Rule id -> the text of its section, as tests/test_spec_traceability.py reads it."""
+    text = SPEC.read_text()
+    rules: dict[str, str] = {}
+    matches = list(HEADING_RE.finditer(text))
+    for i, m in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+        nxt = text.find("\n#", m.end())
+        if 0 <= nxt < end:
+            end = nxt
+        rules[m.group("id")] = text[m.end():end]
+    return rules
+
+
+def outside_view() -> dict[str, str]:
+    """Rule id -> its ``*Outside view:*`` line (the text after the label)."""
+    out = {}
+    for rid, body in spec_rules().items():
+        m = OUTSIDE_RE.search(body)
+        if m:
+            out[rid] = m.group("what")
+    return out
+
+
+def _properties() -> list[tuple[str, Callable[..., Any], tuple[str, ...]]]:
+    """(module.name, test function, marker rules) of every conformance property."""
+    found = []
+    for info in sorted(pkgutil.iter_modules(conformance.properties.__path__),
+                       key=lambda m: m.name):
+        if not info.name.startswith("test_"):
+            continue
+        module = importlib.import_module(f"conformance.properties.{info.name}")
+        for name in sorted(vars(module)):
+            fn = getattr(module, name)
+            if not (name.startswith("test_") and callable(fn)):
+                continue
+            marks = tuple(a for m in getattr(fn, "pytestmark", []) if m.name == "rule"
+                          for a in m.args)
+            if marks:
+                found.append((f"{info.name}.{name}", fn, marks))
+    return found
+
+
+def _attribute_into(seen: set[str], scenario: Scenario) -> None:
+    """Add every rule the attribution returns for some path of ``scenario``'s answer."""
+    component = registry()[scenario.component]
+    rules_of = component.rules_in(scenario)
+    for path, _ in flatten(to_jsonable(component.expected(scenario))):
+        seen.update(rules_of(path))
+
+
+def _attributed(strategy: st.SearchStrategy[Scenario]) -> set[str]:
+    """Every rule the attribution returns for some path of some drawn scenario."""
+    seen: set[str] = set()
+
+    @settings(max_examples=SAMPLES, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+    @given(strategy)
+    def draw(scenario: Scenario) -> None:
+        _attribute_into(seen, scenario)
+
+    draw()
+    return seen
+
+
+def _parametrized(fn: Callable[..., Any]) -> list[Scenario]:
+    """The scenarios a property is parametrized with (``parametrize("scenario", ...)``)."""
+    out = []
+    for mark in getattr(fn, "pytestmark", []):
+        if mark.name == "parametrize" and mark.args[0] == "scenario":
+            out += [v for v in mark.args[1] if isinstance(v, Scenario)]
+    return out
+
+
+@functools.cache
+def blameable() -> dict[str, set[str]]:
+    """Rule id -> the properties that can fail a target under it alone."""
+    static = {r for c in registry().values() for _, rules in c.field_rules for r in rules}
+    out: dict[str, set[str]] = {}
+    for name, fn, marks in _properties():
+        reach = set(static) | set(EXPLICIT.get(name, ()))
+        strategy = getattr(getattr(fn, "hypothesis", None), "_given_kwargs", {}).get("scenario")
+        if strategy is not None:
+            reach |= _attributed(strategy)
+        for scenario in _parametrized(fn):
+            _attribute_into(reach, scenario)
+        for rule in set(marks) & reach:
+            out.setdefault(rule, set()).add(name)
+    return out
+
+
+def test_explicit_blame_is_in_the_property() -> None:
+    """The rules EXPLICIT credits are raised by name in the property's module."""
+    for name, rules in EXPLICIT.items():
+        module = name.partition(".")[0]
+        text = (ROOT / "conformance" / "properties" / f"{module}.py").read_text()
+        for rule in rules:
+            assert f'"{rule}"' in text, f"{name} does not raise {rule}"
+
+
+def test_every_rule_is_blameable_or_outside_view_or_a_known_gap() -> None:
+    rules = set(spec_rules())
+    silent = sorted(rules - set(blameable()) - set(outside_view()) - set(KNOWN_GAPS))
+    assert not silent, (f"rules no property can blame, without an *Outside view:* line "
+                        f"in SPEC.md or a KNOWN_GAPS entry: {silent}")
+
+
+def test_known_gaps_are_still_gaps() -> None:
+    """The list only shrinks: a rule that became blameable leaves KNOWN_GAPS."""
+    closed = sorted(set(KNOWN_GAPS) & set(blameable()))
+    assert not closed, f"blameable now, remove from KNOWN_GAPS: {closed}"
+
+
+def test_known_gaps_are_rules_with_reasons() -> None:
+    rules = spec_rules()
+    outside = outside_view()
+    for rule, reason in KNOWN_GAPS.items():
+        assert rule in rules, f"KNOWN_GAPS names {rule}, which SPEC.md does not define"
+        assert rule not in outside, f"{rule} is both a known gap and marked *Outside view:*"
+        assert reason.strip(), f"{rule}: no reason given"
+
+
+def test_outside_view_lines_follow_the_convention() -> None:
+    for rule, what in outside_view().items():
+        assert what.startswith(OUTSIDE_KINDS), f"{rule}: unknown *Outside view:* form {what!r}"
+
+
+def test_not_observable_rules_are_not_blameable() -> None:
+    """A rule SPEC calls unobservable, or not yet reached, must not be blameable: else the
+    line is stale (or the attribution names a rule it cannot see)."""
+    stale = sorted(rule for rule, what in outside_view().items()
+                   if rule in blameable() and not what.startswith(("checked ",)))
+    assert not stale, f"*Outside view:* says unobservable, yet blameable: {stale}"
+
+
+def test_figures() -> None:
+    """The counts conformance/MUTANTS.md quotes (printed with ``-s``)."""
+    rules = spec_rules()
+    blamed, outside = set(blameable()), set(outside_view())
+    print(f"\nrules {len(rules)}, blameable {len(blamed)}, outside view "
+          f"{len(outside - blamed)} (+{len(outside & blamed)} checked through others), "
+          f"known gaps {len(KNOWN_GAPS)}")
+    assert len(blamed) + len(outside - blamed) + len(KNOWN_GAPS) >= len(rules)
