@@ -373,6 +373,7 @@ def bpf_xdp_metadata_rx_timestamp(
         return RxTimestamp(-errno.EOPNOTSUPP)
     result = op(ctx)
     _check_result(result, (U64_MAX,), "xmo_rx_timestamp")
+    emit(trace, "KFUNC-API-006", "driver result representable in C", op="xmo_rx_timestamp")
     emit(trace, "KFUNC-CALL-001", "driver xmo_rx_timestamp", rc=result.rc)
     return result
 
@@ -387,6 +388,7 @@ def bpf_xdp_metadata_rx_hash(
         return RxHash(-errno.EOPNOTSUPP)
     result = op(ctx)
     _check_result(result, (U32_MAX, U32_MAX), "xmo_rx_hash")
+    emit(trace, "KFUNC-API-006", "driver result representable in C", op="xmo_rx_hash")
     emit(trace, "KFUNC-CALL-001", "driver xmo_rx_hash", rc=result.rc)
     return result
 
@@ -401,6 +403,7 @@ def bpf_xdp_metadata_rx_vlan_tag(
         return RxVlanTag(-errno.EOPNOTSUPP)
     result = op(ctx)
     _check_result(result, (U16_MAX, U16_MAX), "xmo_rx_vlan_tag")
+    emit(trace, "KFUNC-API-006", "driver result representable in C", op="xmo_rx_vlan_tag")
     emit(trace, "KFUNC-CALL-001", "driver xmo_rx_vlan_tag", rc=result.rc)
     return result
 
@@ -698,6 +701,9 @@ class BpfDevices:
         # dev_xdp_attach(); later trees run them in dev_xdp_install(), i.e. only when the
         # program changes and after the ndo_bpf check of KFUNC-ATTACH-005.
         changes = prog is not cur
+        if prog.dev_bound:
+            emit(trace, "KFUNC-ATTACH-003", "bound program matched against the device",
+                 match=self.offload_dev_match(prog, dev))
         if not self.attach_checks_in_install:
             refusal = self._new_prog_refusal(dev, prog, mode)
             if refusal is not None:

@@ -240,7 +240,7 @@ def test_driver_is_dispatched_with_the_context_passed_through() -> None:
     assert bpf_xdp_metadata_rx_hash(ctx, drv, trace) == RxHash(0, 0xDEADBEEF, 0x019)
     assert bpf_xdp_metadata_rx_vlan_tag(ctx, drv, trace) == RxVlanTag(0, 0x88A8, 0xA064)
     assert all(seen is ctx for seen in drv.seen) and len(drv.seen) == 3
-    assert trace.rules() == ["KFUNC-CALL-001"] * 3
+    assert trace.rules() == ["KFUNC-API-006", "KFUNC-CALL-001"] * 3  # result checked, then used
 
 
 @pytest.mark.rule("KFUNC-CALL-001", "KFUNC-API-002", "KFUNC-API-005")
