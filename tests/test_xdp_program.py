@@ -95,4 +95,4 @@ def test_kfunc_ops_use_the_resolved_driver_members() -> None:
                               "rss_type": 0x19}
     assert run.records[1] == {"op": "kfunc", "name": "rx_timestamp", "rc": -errno.EOPNOTSUPP,
                               "timestamp": None}
-    assert run.op_rules == (("KFUNC-CALL-001",), ("KFUNC-API-003",))
+    assert run.op_rules == (("KFUNC-API-006", "KFUNC-CALL-001"), ("KFUNC-API-003",))
