@@ -25,6 +25,7 @@ import pytest
 
 from conformance import plugin
 from conformance import serve as serve_cli
+from conformance import spec_cmd
 from conformance.mutation import cli as mutate_cli
 from conformance.usage import UsageError, check_target, check_timeout
 from reference import KERNEL_VERSION, __version__
@@ -70,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
     serve_cli.add_parser(sub)
     mutate_cli.add_parser(sub)
+    spec_cmd.add_parser(sub)
     return p
 
 
@@ -116,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve_cli.main(args)
         if args.command == "mutate":
             return mutate_cli.main(args)
+        if args.command == "spec":
+            return spec_cmd.main(args)
         if args.command == "fixtures":
             from conformance.fixtures import cli as fixtures_cli
 
