@@ -23,9 +23,8 @@ from typing import Any
 
 import pytest
 
-from conformance import plugin
+from conformance import plugin, spec_cmd
 from conformance import serve as serve_cli
-from conformance import spec_cmd
 from conformance.mutation import cli as mutate_cli
 from conformance.usage import UsageError, check_target, check_timeout
 from reference import KERNEL_VERSION, __version__

@@ -120,6 +120,8 @@ CASES = [
     (["fixtures", "verify", "{tmp}/none"], 2, "not a directory"),
     (["fixtures", "verify", "{tmp}/emptydir"], 2, "holds no fixture records"),
     (["fixtures", "corpus", "--out", "{tmp}/file.txt"], 2, "exists and is not a directory"),
+    (["spec", "NOPE-001"], 2, "spec NOPE-001: no such rule; SPEC.md defines"),
+    (["spec", "FEC-RX-*", "NOPE-*"], 2, "spec NOPE-*: no such rule;"),
 ]
 
 
