@@ -162,28 +162,42 @@ def _by_file(sites: list[dict[str, Any]]) -> list[str]:
     return [f"{path}:{', '.join(lines)}" for path, lines in files.items()]
 
 
-def render_text(d: dict[str, Any]) -> Any:
-    """One rule as a rich ``Text`` (``.plain`` is the text printed when not on a TTY)."""
+_KEEP_BREAK = re.compile(r"\n(?=\s|[-*|] |\d+\. |\n)")
+
+
+def reflow(text: str) -> str:
+    """SPEC's hard line breaks joined, so a terminal wraps to its own width; paragraph
+    breaks, list items, tables and indented lines keep theirs."""
+    parts = _KEEP_BREAK.split(text)
+    return "\n".join(" ".join(p.split("\n")) for p in parts)
+
+
+def render_text(d: dict[str, Any], *, wrap: bool = False) -> Any:
+    """One rule as a rich ``Text``; ``.plain`` is what is printed when not on a TTY, with
+    SPEC's text verbatim.  ``wrap`` reflows the text for a terminal of any width."""
     from rich.style import Style
     from rich.text import Text
 
     t = Text()
     t.append(f"{d['id']} — {d['title']}\n", style="bold")
     t.append(f"SPEC.md:{d['spec']['line']} · {d['area']}\n\n", style="dim")
-    t.append(d["statement"] + "\n\n")
+    t.append((reflow(d["statement"]) if wrap else d["statement"]) + "\n\n")
     t.append("Source: ", style="bold")
     t.append(d["source"] + "\n")
     for f in d["cited_files"]:
-        t.append(f"  {f['path']}")
-        if f["url"]:
+        if f["url"]:  # the URL ends in the path: one line, clickable where links are
             t.append("  ")
             t.append(f["url"], style=Style(link=f["url"], color="blue"))
-        elif f["where"] == "checkout":
+            t.append("\n")
+            continue
+        t.append(f"  {f['path']}")
+        if f["where"] == "checkout":
             t.append("  (this checkout)", style="dim")
         elif f["where"] == "other":
             t.append("  (not a kernel file)", style="dim")
         t.append("\n")
-    t.append(f"  tree: {d['kernel_tree']['description']}\n", style="dim")
+    if any(f["where"] == "kernel" for f in d["cited_files"]):
+        t.append(f"  tree: {d['kernel_tree']['description']}\n", style="dim")
     t.append("Kind: ", style="bold")
     t.append(d["kind"] + "\n")
     for label, key in (("Code", "code"), ("Tests", "tests"), ("Properties", "properties")):
@@ -281,7 +295,7 @@ def main(args: argparse.Namespace) -> int:
 
         console = Console(highlight=False)
         for i, d in enumerate(ds):
-            console.print(render_text(d), end="\n" if i + 1 < len(ds) else "")
+            console.print(render_text(d, wrap=True), end="\n" if i + 1 < len(ds) else "")
     else:
         print("\n".join(render_text(d).plain for d in ds), end="")
     return 0
