@@ -265,12 +265,13 @@ def test_without_a_checkout_it_says_so_in_one_line(tmp_path: Path,
 
 @pytest.mark.rule("TRACE-002")
 def test_a_lookup_parses_the_tree_once_and_is_fast() -> None:
+    """CPU time, not wall time: the bound is the command's own cost on a busy machine."""
     spectrace.load.cache_clear()
-    start = time.perf_counter()
+    start = time.process_time()
     spec_cmd.lookup(["*"])
-    cold = time.perf_counter() - start
-    start = time.perf_counter()
+    cold = time.process_time() - start
+    start = time.process_time()
     spec_cmd.lookup(["FEC-RX-001"])
-    warm = time.perf_counter() - start
+    warm = time.process_time() - start
     assert spectrace.load.cache_info().misses == 1
     assert cold < 2.0 and warm < 0.5, (cold, warm)
