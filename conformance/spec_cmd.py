@@ -111,7 +111,8 @@ def select(index: SpecIndex, patterns: Iterable[str]) -> list[Rule]:
         pattern = raw.strip().upper()
         hits = [rid for rid in index.rules if fnmatch.fnmatchcase(rid, pattern)]
         if not hits:
-            raise UsageError(f"spec {raw}: no such rule; {_hint(index, pattern)}")
+            shown = raw if raw.isprintable() else repr(raw)  # the message stays one line
+            raise UsageError(f"spec {shown}: no such rule; {_hint(index, pattern)}")
         chosen.update(hits)
     return [rule for rid, rule in index.rules.items() if rid in chosen]
 
@@ -121,7 +122,7 @@ def _hint(index: SpecIndex, pattern: str) -> str:
     if close:
         return f"did you mean {', '.join(close)}?"
     areas = dict.fromkeys(rid.split("-", 1)[0] for rid in index.rules)
-    return f"SPEC.md defines {len(index.rules)} rules, ids start {', '.join(areas)}"
+    return f"SPEC.md defines {len(index.rules)} rules, their ids start with {', '.join(areas)}"
 
 
 # --- one rule as data -----------------------------------------------------------------------

@@ -245,6 +245,7 @@ def test_a_glob_lists_each_rule(everything: dict[str, dict[str, Any]]) -> None:
     ([UNKNOWN_RULE], f"rx-oracle: spec {UNKNOWN_RULE}: no such rule; SPEC.md defines"),
     (["FEC-RX-01"], "rx-oracle: spec FEC-RX-01: no such rule; did you mean FEC-RX-01"),
     (["FEC-RX-001", "NOPE-*"], "rx-oracle: spec NOPE-*: no such rule;"),
+    (["FEC-\nRX"], "rx-oracle: spec 'FEC-\\nRX': no such rule;"),  # still one line
 ])
 def test_a_rule_that_does_not_exist_is_one_line_and_exit_2(argv: list[str], message: str) -> None:
     code, out, err = _run(["spec", *argv])
