@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from conformance import plugin
+from conformance import plugin, spec_cmd
 from conformance import serve as serve_cli
 from conformance.mutation import cli as mutate_cli
 from conformance.usage import UsageError, check_kernel, check_target, check_timeout
@@ -75,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
                         "else the target's running kernel, else the newest)")
     serve_cli.add_parser(sub)
     mutate_cli.add_parser(sub)
+    spec_cmd.add_parser(sub)
     return p
 
 
@@ -126,6 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve_cli.main(args)
         if args.command == "mutate":
             return mutate_cli.main(args)
+        if args.command == "spec":
+            return spec_cmd.main(args)
         if args.command == "fixtures":
             from conformance.fixtures import cli as fixtures_cli
 

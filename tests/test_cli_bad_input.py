@@ -63,6 +63,9 @@ def _pcaps(tmp: Path) -> dict[str, Path]:
     return files
 
 
+#: A well-formed id SPEC.md lacks, built so that the traceability scan does not read it as one.
+UNKNOWN_RULE = "NOPE-" + "001"
+
 # (argv, exit status, what the one stderr line must contain); {tmp} and {pcap:NAME} expand.
 CASES = [
     (["conformance", "--timeout", "-1"], 2, "--timeout -1.0: must be a number of seconds > 0"),
@@ -129,6 +132,8 @@ CASES = [
     (["fixtures", "verify", "{tmp}/none"], 2, "not a directory"),
     (["fixtures", "verify", "{tmp}/emptydir"], 2, "holds no fixture records"),
     (["fixtures", "corpus", "--out", "{tmp}/file.txt"], 2, "exists and is not a directory"),
+    (["spec", UNKNOWN_RULE], 2, f"spec {UNKNOWN_RULE}: no such rule; SPEC.md defines"),
+    (["spec", "FEC-RX-*", "NOPE-*"], 2, "spec NOPE-*: no such rule;"),
 ]
 
 

@@ -1,48 +1,35 @@
 """SPEC.md traceability: every rule is defined once, named by a test and by the code.
 
 A rule id is any string of the form ``AREA-NNN`` or ``AREA-SUB-NNN`` (upper case,
-three digits).  SPEC.md defines rules in headings ``#### ID — title``.
+three digits).  SPEC.md defines rules in headings ``#### ID — title``.  The parsing is
+:mod:`conformance.spectrace`'s, the same that ``rx-oracle spec`` prints (TRACE-002).
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from conformance import spectrace
+from conformance.spectrace import ID_RE
+
+ROOT = spectrace.ROOT
 SPEC = ROOT / "SPEC.md"
-ID_RE = re.compile(r"\b[A-Z][A-Z0-9]+(?:-[A-Z0-9]+)*-[0-9]{3}\b")
-HEADING_RE = re.compile(r"^#### (?P<id>\S+) — (?P<title>.+)$", re.MULTILINE)
 
 
 def _defined() -> dict[str, str]:
     """Rule id -> the text of its section (up to the next heading)."""
-    text = SPEC.read_text()
-    rules: dict[str, str] = {}
-    matches = list(HEADING_RE.finditer(text))
-    for i, m in enumerate(matches):
-        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
-        nxt = text.find("\n#", m.end())
-        if 0 <= nxt < end:
-            end = nxt
-        rid = m.group("id")
-        assert rid not in rules, f"SPEC.md defines {rid} twice"
-        rules[rid] = text[m.end() : end]
-    return rules
+    return {rid: rule.text for rid, rule in spectrace.load_rules(ROOT).items()}
 
 
 def _ids_in(paths: list[Path]) -> dict[str, set[Path]]:
-    found: dict[str, set[Path]] = {}
-    for path in paths:
-        for rid in ID_RE.findall(path.read_text()):
-            found.setdefault(rid, set()).add(path)
-    return found
+    sites = spectrace.mention_sites(ROOT, paths)
+    return {rid: {ROOT / s.path for s in ss} for rid, ss in sites.items()}
 
 
 def _py_files(*dirs: str) -> list[Path]:
-    return [p for d in dirs for p in sorted((ROOT / d).rglob("*.py"))]
+    return spectrace.py_files(ROOT, *dirs)
 
 
 def test_every_heading_is_a_well_formed_rule() -> None:
@@ -95,3 +82,10 @@ def test_rule_marker_is_registered(pytestconfig: pytest.Config) -> None:
     """The ``rule`` marker exists, so ``-m`` and ``--strict-markers`` accept it."""
     markers = pytestconfig.getini("markers")
     assert any(str(m).startswith("rule(") for m in markers)
+
+
+def test_every_rule_is_checked_by_a_marked_test_or_property() -> None:
+    """Stronger than a mention: some test or property carries the id in its ``rule`` marker."""
+    index = spectrace.load(ROOT)
+    unchecked = sorted(set(index.rules) - set(index.tests) - set(index.properties))
+    assert not unchecked, f"rules no test or property marks: {unchecked}"
