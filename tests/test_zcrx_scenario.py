@@ -159,3 +159,10 @@ def test_frames_carry_their_tcp_payload() -> None:
     frames = component.frames_for([0, 1, 1448])
     assert [component.payload_of(f) for f in frames] == [0, 1, 1448]
     assert frames[0][:12] == bytes.fromhex("020000000002020000000001")
+
+
+@pytest.mark.rule("ZCRX-REG-001")
+def test_the_fault_propertys_marker_names_every_fault_rule() -> None:
+    from conformance.properties.test_zcrx import FAULT_RULES
+
+    assert tuple(sorted({rule for rule, _ in component.FAULTS})) == FAULT_RULES

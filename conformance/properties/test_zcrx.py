@@ -34,7 +34,16 @@ def test_zcrx_registration_agrees_with_reference(rx_target: TargetSession,
     check(rx_target, scenario, COMPONENT)
 
 
-@pytest.mark.rule(*sorted({rule for rule, _ in zcrx.FAULTS}))
+#: The rules ``zcrx.FAULTS`` refuses under, written out so the marker reads statically
+#: (``rx-oracle spec``); tests/test_zcrx_scenario.py keeps the two equal.
+FAULT_RULES = ("ZCRX-AREA-001", "ZCRX-AREA-002", "ZCRX-AREA-003", "ZCRX-AREA-004",
+               "ZCRX-BUFLEN-002", "ZCRX-BUFLEN-003", "ZCRX-BUFLEN-004", "ZCRX-BUFLEN-005",
+               "ZCRX-QUEUE-001", "ZCRX-QUEUE-002", "ZCRX-QUEUE-003", "ZCRX-REG-001",
+               "ZCRX-REG-002", "ZCRX-REG-003", "ZCRX-REG-004", "ZCRX-REG-005", "ZCRX-REG-006",
+               "ZCRX-REG-008", "ZCRX-REG-009", "ZCRX-REG-010", "ZCRX-REG-011")
+
+
+@pytest.mark.rule(*FAULT_RULES)
 @pytest.mark.parametrize("scenario", zcrx.fault_scenarios(),
                          ids=[f"{rule}-{i}" for i, (rule, _) in enumerate(zcrx.FAULTS)])
 def test_zcrx_each_registration_refusal(rx_target: TargetSession, scenario: Scenario) -> None:
