@@ -7,19 +7,22 @@ from conformance.targets.base import Capabilities
 from conformance.targets.reference import ReferenceTarget
 
 
-class ReferenceOnDebian612(ReferenceTarget):
+class _ReferenceOn(ReferenceTarget):
+    """The reference, with ``kernel`` (a ``uname -r`` string) in its capabilities."""
+
+    kernel = ""
+
+    @property
+    def capabilities(self) -> Capabilities:
+        caps = super().capabilities
+        return Capabilities(caps.components, caps.reports, kernel=self.kernel)
+
+
+class ReferenceOnDebian612(_ReferenceOn):
     name = "reference on 6.12.117+deb13-armmp"
-
-    @property
-    def capabilities(self) -> Capabilities:
-        caps = super().capabilities
-        return Capabilities(caps.components, caps.reports, kernel="6.12.117+deb13-armmp")
+    kernel = "6.12.117+deb13-armmp"
 
 
-class ReferenceOnUbuntu68(ReferenceTarget):
+class ReferenceOnUbuntu68(_ReferenceOn):
     name = "reference on 6.8.0-91-generic"
-
-    @property
-    def capabilities(self) -> Capabilities:
-        caps = super().capabilities
-        return Capabilities(caps.components, caps.reports, kernel="6.8.0-91-generic")
+    kernel = "6.8.0-91-generic"

@@ -37,10 +37,9 @@ import conformance.properties
 from conformance.components import registry
 from conformance.observe import flatten
 from conformance.scenario import Scenario, to_jsonable
+from conformance.spectrace import load_rules
 
 ROOT = Path(__file__).resolve().parent.parent
-SPEC = ROOT / "SPEC.md"
-HEADING_RE = re.compile(r"^#### (?P<id>\S+) — (?P<title>.+)$", re.MULTILINE)
 OUTSIDE_RE = re.compile(r"^\*Outside view:\* (?P<what>.+)$", re.MULTILINE)
 #: The phrasings an ``*Outside view:*`` line opens with (SPEC.md's preface).
 OUTSIDE_KINDS = ("not observable by a target:", "not yet reached by a conformance property:",
@@ -99,17 +98,9 @@ KNOWN_GAPS: dict[str, str] = {
 
 
 def spec_rules() -> dict[str, str]:
-    """Rule id -> the text of its section, as tests/test_spec_traceability.py reads it."""
-    text = SPEC.read_text()
-    rules: dict[str, str] = {}
-    matches = list(HEADING_RE.finditer(text))
-    for i, m in enumerate(matches):
-        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
-        nxt = text.find("\n#", m.end())
-        if 0 <= nxt < end:
-            end = nxt
-        rules[m.group("id")] = text[m.end():end]
-    return rules
+    """Rule id -> the text of its section, as conformance.spectrace reads SPEC.md (the same
+    reading tests/test_spec_traceability.py and ``rx-oracle spec`` use)."""
+    return {rid: rule.text for rid, rule in load_rules(ROOT).items()}
 
 
 def outside_view() -> dict[str, str]:
