@@ -22,6 +22,7 @@ from reference.fec import device, rx, tx
 from reference.fec.bufdesc import ByteOrder
 from reference.fec.counters import FEC_XDP_STAT_STRS
 from reference.fec.state import FecConfig, Fep, TxBufType
+from reference.kernel import parse_kernel
 
 #: Explicit MACs: scapy never has to resolve one, so no ARP ever leaves the machine.
 ETH = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
@@ -379,21 +380,23 @@ def test_f601899e4321_xdp_tx_order_sync_and_release() -> None:
     assert fep.rxq.pool.where(page) is not pp.Loc.IN_FLIGHT
 
 
-@pytest.mark.rule("FEC-TX-003", "FEC-RX-001")
+@pytest.mark.rule("FEC-TX-003", "FEC-RX-001", "FEC-XDP-005")
 @pytest.mark.parametrize(("avb", "cpu", "esc"), [
     (False, 1, 0x40000000), (True, 0, 0x40000000), (True, 1, 0x40000000 | (1 << 20)),
     (True, 5, 0x40000000 | (2 << 20)),  # cpu 5 % 3 queues = queue 2
 ])
 def test_tx_descriptor_carries_the_queue_frame_type_on_avb_parts(avb: bool, cpu: int,
                                                                  esc: int) -> None:
-    fep = _open(xdp=True, avb=avb, cpu=cpu, num_tx_queues=3)
+    # 6.18: the queue is chosen by CPU (FEC-XDP-005; 7.0+ takes the RX queue's index).
+    fep = _open(xdp=True, avb=avb, cpu=cpu, num_tx_queues=3, kernel=parse_kernel("6.18"))
     device.receive(fep, UDP_FRAME)
     (rec,), _ = rx.napi_poll(fep, 64, _prog({"op": "return", "action": 3}))
     assert rec.xdp is not None and isinstance(rec.xdp.tx, tuple)
     queue = rec.xdp.tx[0]
     assert queue == cpu % 3
     assert fep.txqs[queue].ring.get(0).cbd_esc == esc
-    legacy = _open(xdp=True, avb=True, cpu=1, num_tx_queues=3, bufdesc_ex=False)
+    legacy = _open(xdp=True, avb=True, cpu=1, num_tx_queues=3, bufdesc_ex=False,
+                   kernel=parse_kernel("6.18"))
     device.receive(legacy, UDP_FRAME)
     rx.napi_poll(legacy, 64, _prog({"op": "return", "action": 3}))
     assert legacy.txqs[1].ring.get(0).cbd_esc == 0  # no enhanced words at all

@@ -119,6 +119,23 @@ UDP_FRAME = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IP(d
                   / UDP(sport=1, dport=2) / (b"x" * 40))
 
 
+@pytest.mark.rule("FEC-XDP-005")
+def test_gate_fec_xdp_tx_queue_8a3344bb734f() -> None:
+    """Up to 6.19 XDP_TX takes TX queue cpu % num_tx_queues; since 7.0 the RX queue's own
+    index (0); the f601899e4321 mode keeps the CPU choice on every version."""
+    def tx_queue(kernel: str, **config: object) -> int:
+        obs = fec.COMPONENT.expected(Scenario(
+            component="fec", config={"cpu": 1, "num_tx_queues": 3, "avb": True, "xdp": True,
+                                     **config},
+            program=[{"op": "return", "action": 3}], frames=(UDP_FRAME,), kernel=kernel))
+        return int(obs["packets"][0]["tx"]["queue"])
+    assert tx_queue("6.12") == tx_queue("6.18") == 1
+    assert tx_queue("7.3") == 0
+    assert tx_queue("7.3", cpu=5) == 0 and tx_queue("6.18", cpu=5) == 2
+    assert tx_queue("7.3", xdp_tx_frame=True) == 1
+    assert GATES["FEC-XDP-005"].commit == "8a3344bb734f"
+
+
 @pytest.mark.rule("FEC-RX-005")
 def test_gate_fec_rx_bytes_racc_pad_ad17e7e92a7c() -> None:
     """6.12 before .63 counts the 2-byte RACC pad in rx_bytes; 6.12.63+, 6.18, 7.3 not."""

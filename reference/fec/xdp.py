@@ -24,6 +24,7 @@ from reference.fec.counters import (
 )
 from reference.fec.state import Fep, TxBuffer, TxBufType
 from reference.fec.tx import NAPI_CTX, tx_room, txq_xmit_frame, xdp_get_tx_queue
+from reference.kernel import gate
 from reference.trace import Trace, emit
 from reference.xdp.actions import ACTION_NAMES, XdpAction
 from reference.xdp.buff import XdpBuff
@@ -122,6 +123,19 @@ def run_xdp(fep: Fep, ops: Sequence[Mapping[str, Any]], xdp: XdpBuff, page: pp.P
                      (sync, True, outcome.value), tx, act != XdpAction.XDP_DROP)
 
 
+def xdp_tx_queue(fep: Fep, cpu: int) -> int:
+    """FEC-XDP-005: the TX queue of an XDP_TX frame.  Up to v6.19 it is the NAPI CPU modulo
+    the TX queue count (``fec_enet_xdp_get_tx_queue``).  Since v7.0 (8a3344bb734f, with the
+    split-out ``fec_enet_rx_queue_xdp``) it is the RX queue's own index when a TX queue of
+    that index exists, which for the model's single RX queue 0 is always queue 0.  The
+    f601899e4321 mode (``xdp_tx_frame``) predates both and keeps the CPU choice."""
+    if gate(fep.cfg.kernel, "FEC-XDP-005") and not fep.cfg.xdp_tx_frame:
+        rx_queue = 0  # the model has one RX queue (FEC-RX-001)
+        if rx_queue < fep.cfg.num_tx_queues:
+            return rx_queue
+    return xdp_get_tx_queue(fep, cpu)
+
+
 def xdp_tx_xmit(fep: Fep, cpu: int, xdp: XdpBuff, page: pp.Page, sync: int,
                 trace: Trace | None = None) -> tuple[int, int, int, int] | int:
     """``fec_enet_xdp_tx_xmit`` (FEC-XDP-005, FEC-XDP-008).
@@ -146,7 +160,7 @@ def xdp_tx_xmit(fep: Fep, cpu: int, xdp: XdpBuff, page: pp.Page, sync: int,
         buf_p = frame
         emit(trace, "FEC-XDP-008", "f601899e4321 XDP_TX: converted to xdp_frame first",
              headroom=frame.headroom)
-    queue = xdp_get_tx_queue(fep, cpu)
+    queue = xdp_tx_queue(fep, cpu)
     txq = fep.txqs[queue]
     err = tx_room(txq, trace)
     if err:
