@@ -25,6 +25,8 @@ import struct
 
 import attrs
 
+from reference.errors import InvalidConfig
+
 ETH_HLEN = 14
 VLAN_HLEN = 4
 ETH_P_IP, ETH_P_IPV6 = 0x0800, 0x86DD
@@ -145,6 +147,11 @@ class _Walk:
     fragment: bool = False
     covered: bool = True
     num_hdrs: int = 0
+    #: ``FLOW_DISSECTOR_F_STOP_AT_FLOW_LABEL`` (skb_get_hash) and
+    #: ``FLOW_DISSECTOR_F_PARSE_1ST_FRAG`` (eth_get_headlen, PKT-L4-007).
+    stop_at_flow_label: bool = True
+    parse_1st_frag: bool = False
+    first_frag: bool = False  # FLOW_DIS_FIRST_FRAG
 
     def read(self, offset: int, size: int) -> bytes | None:
         """``__skb_header_pointer`` on the linear data: None past ``hlen``."""
@@ -186,9 +193,12 @@ class _Walk:
         self.ip_proto = iph[9]
         self.addrs = (iph[12:16], iph[16:20])
         frag_off = int(struct.unpack_from("!H", iph, 6)[0])
-        if frag_off & 0x3FFF:  # ip_is_fragment: MF or an offset; no PARSE_1ST_FRAG
+        if frag_off & 0x3FFF:  # ip_is_fragment: MF or an offset
             self.fragment = True
-            return "good"
+            if frag_off & 0x1FFF:  # IP_OFFSET: a later fragment ends the walk
+                return "good"
+            self.first_frag = True
+            return "continue" if self.parse_1st_frag else "good"
         return "continue"
 
     def _ipv6(self) -> str:
@@ -199,7 +209,7 @@ class _Walk:
         self.nhoff += 40
         self.addrs = (iph[8:24], iph[24:40])
         label = int(struct.unpack_from("!I", iph, 0)[0]) & 0xFFFFF
-        if label:  # STOP_AT_FLOW_LABEL
+        if label and self.stop_at_flow_label:
             self.flow_label = label
             return "good"
         return "continue"
@@ -247,7 +257,11 @@ class _Walk:
             self.fragment = True
             self.nhoff += 8
             self.ip_proto = fh[0]
-            return "good"  # first fragment or not: no PARSE_1ST_FRAG
+            if not int(struct.unpack_from("!H", fh, 2)[0]) & 0xFFF8:  # IP6_OFFSET zero
+                self.first_frag = True
+                if self.parse_1st_frag:
+                    return "ip_again"
+            return "good"
         if self.ip_proto == IPPROTO_IPIP:
             self.proto = ETH_P_IP
             return "again"
@@ -276,25 +290,74 @@ def flow_dissect(data: bytes, *, protocol: int | None = None, nhoff: int = ETH_H
         protocol = eth_type_trans_protocol(data) if len(data) >= ETH_HLEN else 0
     start = oob_vlan[0] if oob_vlan is not None else protocol
     walk = _Walk(data, start, nhoff, oob_vlan, protocol)
+    _dissect(walk)
+    return walk.keys()
+
+
+def _dissect(walk: _Walk) -> bool:
+    """The ``proto_again`` / ``ip_proto_again`` loop of ``__skb_flow_dissect``; True for
+    ``out_good``, False for ``out_bad``.  ``walk.nhoff`` is where it stopped."""
     while True:  # proto_again
         ret = walk.proto_step()
-        if ret == "good":
-            return walk.keys()
-        if ret == "bad":
-            return walk.keys()
+        if ret in ("good", "bad"):
+            return ret == "good"
         if ret == "again":
             if walk.allowed():
                 continue
-            return walk.keys()
+            return True
         while True:  # ip_proto_again
             ret = walk.ip_proto_step()
+            if ret == "bad":
+                return False
             if not walk.fragment:
                 walk.dissect_ports()
             if ret == "again" and walk.allowed():
                 break
             if ret == "ip_again" and walk.allowed():
                 continue
-            return walk.keys()
+            return True
+
+
+#: ``__skb_get_poff``: the L4 header length added for a first (or no) fragment, by
+#: protocol; TCP takes its data offset instead (at least 20).
+L4_HEADER_LEN = {17: 8, 136: 8, 1: 8, 58: 8, 2: 8, 33: 12, 132: 12}
+
+
+def eth_get_headlen(data: bytes) -> int:
+    """PKT-L4-007: ``eth_get_headlen(dev, data, len(data))``: how many of the first
+    ``len(data)`` bytes of a frame are headers (L2, L3 and the L4 header).
+
+    Shorter than an Ethernet header: all of it.  Otherwise the basic flow dissector
+    (``FLOW_DISSECTOR_F_PARSE_1ST_FRAG``, no flow-label stop) walks from the ethertype at
+    offset 14.  A walk that fails gives ``max(thoff, 14)``, where ``thoff`` is where it
+    stopped, capped at ``len(data)``; one that succeeds gives ``__skb_get_poff`` (``thoff``
+    plus the L4 header for an unfragmented packet or a first fragment), capped at
+    ``len(data)``.  A header the model does not dissect (GRE, MPLS, PPPoE, ...) is
+    refused with :class:`~reference.errors.InvalidConfig` rather than guessed.
+    """
+    if len(data) < ETH_HLEN:
+        return len(data)
+    proto = int(struct.unpack_from("!H", data, 12)[0])
+    walk = _Walk(data, proto, ETH_HLEN, None, proto, stop_at_flow_label=False,
+                 parse_1st_frag=True)
+    good = _dissect(walk)
+    if not walk.covered:
+        raise InvalidConfig("eth_get_headlen: the flow dissector would walk a header the "
+                            "model does not dissect (GRE, MPLS, PPPoE, TIPC, batman-adv, "
+                            "HSR)", field="frame", value=data[:64].hex(),
+                            rule="PKT-L4-007")
+    thoff = min(walk.nhoff, len(data))
+    if not good:
+        return max(thoff, ETH_HLEN)
+    poff = thoff
+    if not walk.fragment or walk.first_frag:
+        if walk.ip_proto == 6:  # IPPROTO_TCP: doff, if the byte is there
+            doff = walk.read(thoff + 12, 1)
+            if doff is not None:
+                poff += max(20, (doff[0] & 0xF0) >> 2)
+        else:
+            poff += L4_HEADER_LEN.get(walk.ip_proto, 0)
+    return min(poff, len(data))
 
 
 def flow_key_hash(keys: FlowKeys) -> int:

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from scapy.layers.inet import IP, UDP
+from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 
 from conformance.components import cpumap, fec, kfunc, page_pool, tun, xdp, zcrx
@@ -117,6 +117,50 @@ def test_every_gate_names_a_spec_rule_that_describes_both_sides(rule: str) -> No
 
 UDP_FRAME = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IP(dst="10.0.0.2")
                   / UDP(sport=1, dport=2) / (b"x" * 40))
+
+
+def _mlx5_striding_nonlinear(kernel: str, frames: tuple[bytes, ...], mtu: int,
+                             program: list[dict[str, int]] | None) -> list[dict[str, object]]:
+    sc = Scenario(component="mlx5", config={**mlx5_component.EXPLAIN_DEFAULTS,
+                                            "rq_type": "striding", "rx_linear": False,
+                                            "mtu": mtu},
+                  frames=frames, kernel=kernel, program=program)
+    return list(mlx5_component.COMPONENT.expected(sc)["xdp"])
+
+
+#: A 4032-byte frame fills strides 0..62 of a page, so the next packet starts 64 bytes
+#: before the page's end (log_stride_sz 6).
+_FILLER = bytes(Ether(dst="02:00:00:00:00:02") / IP(dst="10.0.0.2") / UDP(sport=1, dport=2)
+                / (b"y" * (4032 - 42)))
+_TCP_2054 = bytes(Ether(dst="02:00:00:00:00:02") / IP(dst="10.0.0.2") / TCP(sport=1, dport=2)
+                  / (b"x" * 2000))
+
+
+@pytest.mark.rule("MLX5-XDP-002", "PKT-L4-007")
+@pytest.mark.parametrize("program", [None, [{"op": "return", "action": 2}]])
+def test_gate_mlx5_striding_head_399f030cd612(program: list[dict[str, int]] | None) -> None:
+    """The second packet starts 64 bytes before a page end.  6.12/6.18: 256 bytes go to
+    the skb head (or, with XDP, the pull takes 256 and empties the 64-byte first frag), the
+    rest (1798 bytes) fits the next page: 1 frag.  7.3: without XDP only the 54 header
+    bytes go to the head, leaving 10 bytes before the page end: 2 frags; with XDP the pull
+    stops at ETH_HLEN (14 < 64): 2 frags.  The bytes are the same."""
+    def nr_frags(kernel: str) -> list[object]:
+        recs = _mlx5_striding_nonlinear(kernel, (_FILLER, _TCP_2054), 9000, program)
+        assert [r["skb"]["len"] for r in recs] == [4032, 2054]  # type: ignore[index]
+        return [r["skb"]["nr_frags"] for r in recs]  # type: ignore[index]
+    assert nr_frags("6.12") == nr_frags("6.18") == [1, 1]
+    assert nr_frags("7.3") == [1, 2]
+    assert GATES["MLX5-XDP-002"].commit == "399f030cd612"
+
+
+@pytest.mark.rule("MLX5-RX-002")
+def test_gate_mlx5_nonlinear_oversize_drop_7ed7a576f20a() -> None:
+    """A 2054-byte packet on a 1500-MTU non-linear striding RQ: built before 7.0, dropped
+    and counted as rx_oversize_pkts_sw_drop since."""
+    for kernel, kind in (("6.12", "packet"), ("6.18", "packet"), ("7.3", "oversize")):
+        recs = _mlx5_striding_nonlinear(kernel, (_TCP_2054,), 1500, None)
+        assert [r["kind"] for r in recs] == [kind], kernel
+    assert GATES["MLX5-RX-002"].commit == "7ed7a576f20a"
 
 
 @pytest.mark.rule("FEC-XDP-005")

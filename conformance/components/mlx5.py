@@ -42,7 +42,7 @@ from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
 from scapy.layers.sctp import SCTP
 from scapy.packet import Packet, Raw
 
-from conformance.components import Component, require
+from conformance.components import Component, kernel_of, require
 from conformance.scenario import Scenario
 from conformance.vectors.ms_rss import MS_KEY
 from reference import rss
@@ -97,6 +97,7 @@ def rq_config_of(scenario: Scenario) -> rx.RqConfig:
         pflag_no_csum_complete=bool(cfg.get("no_csum_complete", False)),
         cqe_checksum_full=bool(cfg.get("csum_full", False)),
         dev_addr=bytes.fromhex(str(cfg.get("dev_addr", "020000000002")).replace(":", "")),
+        kernel=kernel_of(scenario),
     )
 
 
@@ -114,8 +115,8 @@ def driver_run(scenario: Scenario, trace: Trace | None = None) -> rx.DriverRun:
 
     Version gates: the handlers are modelled with the per-RQ buffer (MLX5-XDP-001) and
     the fixed XDP_PASS skbs (MLX5-XDP-004), so older 6.12.y kernels are not applicable.
-    (The 7.x striding non-linear skb head is not encoded yet: SPEC.md, mlx5 version
-    differences.)"""
+    The striding non-linear builder follows the scenario's kernel (MLX5-XDP-002,
+    MLX5-RX-002 gates)."""
     cfg = scenario.config
     require(scenario, "MLX5-XDP-001", "mlx5 RX handlers")
     require(scenario, "MLX5-XDP-004", "mlx5 XDP_PASS skbs")

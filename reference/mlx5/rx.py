@@ -21,6 +21,8 @@ from typing import Any
 import attrs
 
 from reference.errors import InvalidConfig, StateViolation
+from reference.flow_dissector import ETH_HLEN, eth_get_headlen
+from reference.kernel import DEFAULT_KERNEL, KernelVersion, gate
 from reference.mlx5 import cqe as C
 from reference.mlx5 import xdp as X
 from reference.mlx5.counters import Mlx5eRqStats, ethtool
@@ -92,6 +94,8 @@ class RqConfig:
     pflag_no_csum_complete: bool = False  # ethtool private flag rx_no_csum_complete
     cqe_checksum_full: bool = False  # the device capability behind CSUM_FULL
     dev_addr: bytes = bytes.fromhex("020000000002")  # the netdev's MAC (eth_type_trans)
+    #: KVER-001: the version the handlers behave as (MLX5-XDP-002, MLX5-RX-002 gates).
+    kernel: KernelVersion = DEFAULT_KERNEL
 
     def __attrs_post_init__(self) -> None:
         if len(self.dev_addr) != 6:
@@ -238,15 +242,20 @@ class Mlx5eRq:
         return out.consumed
 
     def _skb(self, cqe: C.mlx5_cqe64, rec: dict[str, Any], xdp: XdpBuff, frags: bool,
-             trace: Trace | None = None) -> None:
+             trace: Trace | None = None, pull_to: int | None = None) -> None:
         """MLX5-XDP-004: the skb takes headroom, metadata size and length from the buffer
-        as the program left it; ``mlx5e_build_rx_skb`` adds the metadata (MLX5-SKB-*)."""
+        as the program left it; ``mlx5e_build_rx_skb`` adds the metadata (MLX5-SKB-*).
+        ``pull_to``: the striding non-linear XDP_PASS skb pulls fragment bytes into its
+        linear part until it holds that many (MLX5-XDP-002)."""
         body = xdp.linear()
         nr = 0
         if frags and xdp.flags & 1:
             sinfo = xdp_get_shared_info_from_buff(xdp)
             nr = sinfo.nr_frags
             body += b"".join(f.view() for f in sinfo.valid_frags())
+            if pull_to is not None:
+                nr = _nr_frags_after_pull(sinfo.valid_frags(), len(xdp.linear()), pull_to,
+                                          trace)
         rec["skb"] = {"len": len(body), "data": body.hex(), "headroom": xdp.data -
                       xdp.data_hard_start, "metasize": xdp.data - xdp.data_meta,
                       "nr_frags": nr}
@@ -322,9 +331,23 @@ class Mlx5eRq:
         ``MLX5E_RX_MAX_HEAD`` bytes are the skb's linear part, the rest fragments.
         Fragments run from the stride's offset to the end of each page.
         """
+        if (gate(self.cfg.kernel, "MLX5-RX-002") and len(data) > self.cfg.hw_mtu
+                and C.get_cqe_lro_num_seg(cqe) <= 1):
+            # 7ed7a576f20a: oversize non-LRO packets are dropped here too, before XDP.
+            self.stats.oversize_pkts_sw_drop += 1
+            emit(trace, "MLX5-RX-002", "oversize packet dropped before XDP (non-linear)",
+                 len=len(data), hw_mtu=self.cfg.hw_mtu)
+            rec["kind"] = "oversize"
+            return False
+        headers_only = gate(self.cfg.kernel, "MLX5-XDP-002")
         stride_ix = C.mpwrq_get_cqe_stride_index(cqe)
         frag_offset = (stride_ix << self.cfg.log_stride_sz) & (PAGE_SIZE - 1)
         headlen = min(MLX5E_RX_MAX_HEAD, len(data))
+        if ops is None and headers_only:
+            # 399f030cd612: only the headers go to the linear part.
+            headlen = eth_get_headlen(data[:headlen])
+            emit(trace, "MLX5-XDP-002", "skb head holds the headers only (eth_get_headlen)",
+                 headlen=headlen)
         if ops is not None:
             linear_hr, lin, frame_sz = XDP_PACKET_HEADROOM, b"", mlx5_skb_frag_sz(
                 XDP_PACKET_HEADROOM + MLX5E_RX_MAX_HEAD)
@@ -344,7 +367,8 @@ class Mlx5eRq:
             rest, frag_offset = rest[n:], 0
         if ops is not None and self._run_xdp(ops, rec, trace):
             return False
-        self._skb(cqe, rec, self.mxbuf, True, trace)
+        pull_to = None if ops is None else ETH_HLEN if headers_only else MLX5E_RX_MAX_HEAD
+        self._skb(cqe, rec, self.mxbuf, True, trace, pull_to)
         return True
 
     def _add_frag(self, page: Page, offset: int, size: int, truesize: int,
@@ -357,6 +381,25 @@ class Mlx5eRq:
 
     def counters(self) -> dict[str, int]:
         return ethtool(self.stats, self.xdpsq.stats)
+
+
+def _nr_frags_after_pull(frags: Sequence[Any], linear: int, pull_to: int,
+                         trace: Trace | None) -> int:
+    """MLX5-XDP-002: ``__pskb_pull_tail`` on a striding non-linear XDP_PASS skb whose
+    linear part holds ``linear`` bytes: up to ``pull_to - linear`` fragment bytes move into
+    the linear part (6.12/6.18: up to ``MLX5E_RX_MAX_HEAD``; since 399f030cd612 only up to
+    ``ETH_HLEN``, and only when shorter), and every fragment emptied by the pull is
+    released, so ``nr_frags`` drops by their number."""
+    pull = max(0, min(pull_to - linear, sum(f.size for f in frags)))
+    left = len(frags)
+    for frag in frags:
+        if pull < frag.size:
+            break
+        pull -= frag.size
+        left -= 1
+    if left != len(frags):
+        emit(trace, "MLX5-XDP-002", "XDP_PASS pull emptied fragments", nr_frags=left)
+    return left
 
 
 def _page_with(data: bytes, offset: int) -> Page:
