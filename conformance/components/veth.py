@@ -266,6 +266,73 @@ def flow_scenarios(draw: st.DrawFn) -> Scenario:
                     program=({"op": "kfunc", "name": "rx_hash"},), rules=("VETH-KF-005",))
 
 
+#: The envelopes of :func:`envelope_flow_scenarios`, each a walk the dissector must make
+#: before it reaches the flow's ports (VETH-KF-002): IP-in-IP, IPv6-in-IP, chains of IPv6
+#: destination-options headers around the 15-header limit (``MAX_FLOW_DISSECT_HDRS``), an
+#: IPv4 header whose protocol number is an IPv6 extension header (walked no further).
+_ENVELOPES = ("ipip", "ip6ip", "ip6ext", "ip6ext", "ip4ext")
+_EXT_CHAIN = (0, 1, 2, 13, 14, 15, 16)
+
+
+def _flow_packet(flow: tuple[str, int, int, int, int], v6: bool, reverse: bool) -> Any:
+    """The flow's IP packet (IPv4 or IPv6 addresses derived from the flow's)."""
+    from scapy.layers.inet import IP, TCP, UDP
+    from scapy.layers.inet6 import IPv6
+
+    kind, sport, dport, src, dst = flow
+    if reverse:
+        src, dst, sport, dport = dst, src, dport, sport
+    l4 = (TCP if kind == "tcp" else UDP)(sport=sport, dport=dport)
+    if v6:
+        return IPv6(src=f"fd00::{src & 0xFFFF:x}:{src >> 16:x}",
+                    dst=f"fd00::{dst & 0xFFFF:x}:{dst >> 16:x}") / l4
+    return IP(src=_ip(src), dst=_ip(dst)) / l4
+
+
+def _enveloped(flow: tuple[str, int, int, int, int], envelope: str, depth: int,
+               reverse: bool, filler: bytes) -> bytes:
+    from scapy.layers.inet import IP
+    from scapy.layers.inet6 import IPv6ExtHdrDestOpt
+    from scapy.layers.l2 import Ether
+    from scapy.packet import Raw
+
+    eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    outer4 = IP(src="192.0.2.1", dst="192.0.2.2")
+    if envelope == "ipip":
+        return bytes(eth / outer4 / _flow_packet(flow, False, reverse))
+    if envelope == "ip6ip":
+        return bytes(eth / outer4 / _flow_packet(flow, True, reverse))
+    if envelope == "ip4ext":
+        # Protocol 60 over IPv4: not an IPv6 extension header there, so the walk ends at
+        # the IPv4 header; the bytes after it (the flow's, then filler) are never read.
+        inner = bytes(_flow_packet(flow, False, reverse))[20:]
+        return bytes(eth / IP(src="192.0.2.1", dst="192.0.2.2", proto=60) / Raw(inner + filler))
+    pkt = _flow_packet(flow, True, reverse)
+    l4 = pkt.payload
+    pkt.remove_payload()
+    for _ in range(depth):
+        pkt = pkt / IPv6ExtHdrDestOpt()
+    return bytes(eth / pkt / l4)
+
+
+@st.composite
+def envelope_flow_scenarios(draw: st.DrawFn) -> Scenario:
+    """Frames of one or two flows inside the same envelope, in either direction: equal
+    hashes exactly when the dissector reaches the same inner keys (VETH-KF-002, VETH-KF-005).
+    Around the 15-header limit the walk stops early, and different flows share a hash."""
+    flows = draw(_flows(max_size=2))
+    envelope = draw(st.sampled_from(_ENVELOPES))
+    event(f"veth: rx_hash through {envelope}")
+    frames = []
+    for _ in range(draw(st.integers(2, 6))):
+        depth = draw(st.sampled_from(_EXT_CHAIN))
+        frames.append(_enveloped(draw(st.sampled_from(flows)), envelope, depth,
+                                 draw(st.booleans()), draw(st.binary(min_size=0, max_size=8))))
+    return Scenario(component="veth", config={"path": "skb"}, frames=tuple(frames),
+                    program=({"op": "kfunc", "name": "rx_hash"},),
+                    rules=("VETH-KF-002", "VETH-KF-005"))
+
+
 #: The ways a tagged flow frame is sent in :func:`tagged_flow_scenarios`: none, in band
 #: (``Dot1Q``/``Dot1AD`` in the bytes) or out of band (the sender's tc program).
 _WRAPS = ("none", "inband", "inband", "oob", "oob", "oob")

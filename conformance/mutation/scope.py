@@ -22,7 +22,7 @@ grew.
 | ``cpumap.py``, ``cpumap_sim.py``, ``skb.py`` | cpumap | only cpumap builds skbs from frames |
 | ``tun.py`` | tun | |
 | ``veth.py`` | veth, tun | tun's XDP path is veth's |
-| ``flow_dissector.py`` | veth | the stand-in rx_hash's flow keys |
+| ``flow_dissector.py`` | veth, mlx5 | rx_hash's flow keys; mlx5's eth_get_headlen |
 | ``rss.py`` | rss, mlx5 | mlx5 hashes with it |
 | ``packet.py`` | rss, fec, mlx5 | the frame walk; the drivers' checksum and CQE paths |
 | ``checksum.py`` | fec, mlx5 | both drivers' checksum offload |
@@ -56,7 +56,7 @@ TABLE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reference/skb.py", ("cpumap",)),
     ("reference/tun.py", ("tun",)),
     ("reference/veth.py", ("veth", "tun")),
-    ("reference/flow_dissector.py", ("veth",)),
+    ("reference/flow_dissector.py", ("veth", "mlx5")),
     ("reference/rss.py", ("rss", "mlx5")),
     ("reference/packet.py", ("rss", "fec", "mlx5")),
     ("reference/checksum.py", ("fec", "mlx5")),

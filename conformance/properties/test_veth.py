@@ -51,6 +51,14 @@ def test_veth_rx_hash_of_tagged_frames(rx_target: TargetSession, scenario: Scena
     _check_hash_equalities(rx_target, scenario, ("VETH-KF-005", "VETH-KF-007"))
 
 
+@pytest.mark.rule("VETH-KF-002", "VETH-KF-005")
+@given(scenario=veth.envelope_flow_scenarios())
+def test_veth_rx_hash_through_envelopes(rx_target: TargetSession, scenario: Scenario) -> None:
+    """IP-in-IP, IPv6-in-IP and extension-header chains up to past the dissector's header
+    limit: the hash follows the inner flow exactly as far as the walk goes."""
+    _check_hash_equalities(rx_target, scenario, ("VETH-KF-002", "VETH-KF-005"))
+
+
 def _check_hash_equalities(rx_target: TargetSession, scenario: Scenario,
                            rules: tuple[str, ...]) -> None:
     expected = COMPONENT.expected(scenario)
