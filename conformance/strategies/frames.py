@@ -45,6 +45,13 @@ def rss_keys() -> st.SearchStrategy[bytes]:
     )
 
 
+#: Protocol numbers sent with a few raw bytes as their "header": GRE, ESP, an experimental
+#: value, and UDP-Lite, DCCP and IGMP, which the parser treats as other protocols
+#: (PKT-L4-005) but the flow dissector reads ports of (VETH-KF-002) and ``eth_get_headlen``
+#: adds a header length for (PKT-L4-007).
+_RAW_PROTOCOLS = (47, 50, 253, 136, 33, 2)
+
+
 @st.composite
 def _l4(draw: st.DrawFn, v6: bool) -> Packet:
     kind = draw(st.sampled_from(["tcp", "udp", "sctp", "icmp", "raw"]))
@@ -75,7 +82,7 @@ def _ipv4(draw: st.DrawFn, fragment: bool | None = None) -> Packet:
         fields["frag"] = draw(st.integers(1, 100))
     l4 = draw(_l4(v6=False))
     if isinstance(l4, Raw):
-        fields["proto"] = draw(st.sampled_from([47, 50, 253]))
+        fields["proto"] = draw(st.sampled_from(_RAW_PROTOCOLS))
     return IP(**fields) / l4 / Raw(draw(payloads))
 
 
@@ -99,7 +106,7 @@ def _ipv6(draw: st.DrawFn, fragment: bool | None = None) -> Packet:
     l4 = draw(_l4(v6=True))
     if isinstance(l4, Raw):
         last = pkt.lastlayer()
-        last.nh = draw(st.sampled_from([47, 50, 253]))
+        last.nh = draw(st.sampled_from(_RAW_PROTOCOLS))
     return pkt / l4 / Raw(draw(payloads))
 
 
