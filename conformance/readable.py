@@ -39,8 +39,8 @@ def value_text(value: Any, *, hex_: bool = False) -> str:
     """One value, readably: enum members by name, booleans and None as JSON spells them,
     bytes as hex, mappings as ``key=value`` in parentheses, sequences in brackets, attrs
     instances by their fields; ``hex_`` prints integers in hex."""
-    if isinstance(value, enum.Enum):
-        return str(value.name)
+    if isinstance(value, enum.Enum):  # a config spelling ("little"), else the kernel's name
+        return value.value if isinstance(value.value, str) else str(value.name)
     if value is None:
         return "none"
     if isinstance(value, bool):

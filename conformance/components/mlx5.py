@@ -43,6 +43,7 @@ from scapy.layers.sctp import SCTP
 from scapy.packet import Packet, Raw
 
 from conformance.components import Component, require
+from conformance.readable import value_text
 from conformance.scenario import Scenario
 from conformance.vectors.ms_rss import MS_KEY
 from reference import rss
@@ -649,9 +650,10 @@ def explain(scenario: Scenario) -> str:
     cfg = scenario.config
     lines = [
         f"mlx5: {len(scenario.frames)} frame(s); RQ {cfg.get('rq_type', 'cyclic')}, "
-        f"compression {cfg.get('compression', 'none')}, VLAN strip "
-        f"{bool(cfg.get('vlan_strip', False))}, RXCSUM {bool(cfg.get('rxcsum', True))}, "
-        f"csum_full {bool(cfg.get('csum_full', False))}, XDP program "
+        f"compression {cfg.get('compression', 'none')}, vlan_strip "
+        f"{value_text(bool(cfg.get('vlan_strip', False)))}, rxcsum "
+        f"{value_text(bool(cfg.get('rxcsum', True)))}, csum_full "
+        f"{value_text(bool(cfg.get('csum_full', False)))}, XDP program "
         f"{'attached' if has_program(scenario) else 'none'}",
     ]
     starts = [i for i, e in enumerate(trace.events)
@@ -670,7 +672,8 @@ def explain(scenario: Scenario) -> str:
         if rec["verdict"] is not None:
             lines.append(f"  XDP verdict {rec['verdict']} (MLX5-XDP-004..009)")
         if rec["kind"] == "packet":
-            lines.append(f"  page -> {rec['fate']}")
+            fate_rule = _FATE_RULES.get(str(rec["fate"]))
+            lines.append(f"  page -> {rec['fate']}" + (f" ({fate_rule})" if fate_rule else ""))
         if skb is not None:
             csum = "" if skb["csum"] is None else f" csum {skb['csum']:#06x}"
             lines.append(
@@ -678,7 +681,7 @@ def explain(scenario: Scenario) -> str:
                 f"({skb['nr_frags']} frags), {skb['ip_summed']}{csum} level {skb['csum_level']}, "
                 f"hash {skb['hash']:#010x} {skb['hash_type']}, vlan "
                 f"{skb['vlan_tci'] if skb['vlan_present'] else '-'}, mark {skb['mark']}, "
-                f"hwtstamp {skb['hwtstamp']}, protocol {skb['protocol']:#06x}, "
+                f"hwtstamp {value_text(skb['hwtstamp'])}, protocol {skb['protocol']:#06x}, "
                 f"{skb['pkt_type']}")
     lines.append("pages: " + ", ".join(f"{k} {v}" for k, v in d.pages.items()))
     lines.append("counters: " + ", ".join(f"{k}={v}" for k, v in d.counters.items() if v))
