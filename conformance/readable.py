@@ -23,7 +23,12 @@ def errno_name(rc: int) -> str:
     Python's preferred alias ``ENOTSUP`` (the same value on Linux)."""
     if rc == -errno.EOPNOTSUPP:
         return "EOPNOTSUPP"
-    return errno.errorcode.get(-rc, str(-rc))
+    return _KERNEL_ERRNOS.get(-rc) or errno.errorcode.get(-rc, str(-rc))
+
+
+#: Kernel-internal errnos (include/linux/errno.h) that user space never sees by name, so
+#: Python's errno module does not know them; BPF helpers return them to programs.
+_KERNEL_ERRNOS = {512: "ERESTARTSYS", 524: "ENOTSUPP"}
 
 
 def rc_text(rc: int | None) -> str:

@@ -56,6 +56,14 @@ from reference.trace import Trace
 
 
 def _pool(scenario: Scenario) -> pp.PagePool:
+    created = _create(scenario)
+    if created.pool is None:
+        raise ValueError(f"page_pool_create failed with {created.err}")
+    return created.pool
+
+
+def _create(scenario: Scenario) -> pp.CreateResult:
+    """``page_pool_create`` with the scenario's params (PP-INIT-009)."""
     cfg = scenario.config
     p = dict(cfg.get("params", {}))
     napi = pp.NapiStruct(int(cfg["napi_cpu"])) if cfg.get("napi_cpu") is not None else None
@@ -69,10 +77,7 @@ def _pool(scenario: Scenario) -> pp.PagePool:
         napi=napi,
         dev=pp.DmaDevice(),
     )
-    created = pp.page_pool_create(params, kernel=resolve_kernel(scenario.kernel))
-    if created.pool is None:
-        raise ValueError(f"page_pool_create failed with {created.err}")
-    return created.pool
+    return pp.page_pool_create(params, kernel=resolve_kernel(scenario.kernel))
 
 
 def _handle(op: str, pool: pp.PagePool, pages: dict[int, pp.Page], ev: Mapping[str, Any],
@@ -333,6 +338,10 @@ def explain(scenario: Scenario) -> str:
         scenario = attrs.evolve(scenario, events=EXPLAIN_EVENTS)
         notes.append("no --events given: three allocations, a page back by each road, a "
                      "fast-path allocation, and a destroy with a page in flight")
+    created = _create(scenario)
+    if created.pool is None:  # the parameters are refused before any event runs
+        return "\n".join([*notes, _params_text(scenario),
+                          f"page_pool_create -> rc {rc_text(created.err)} (PP-INIT-009)"])
     traces: list[Trace] = []
     observed = _run(scenario, traces)
     lines = [*notes, _params_text(scenario)]
