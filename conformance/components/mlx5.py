@@ -43,7 +43,7 @@ from scapy.layers.sctp import SCTP
 from scapy.packet import Packet, Raw
 
 from conformance.components import Component, require
-from conformance.readable import value_text
+from conformance.readable import kfunc_result_text, value_text
 from conformance.scenario import Scenario
 from conformance.vectors.ms_rss import MS_KEY
 from reference import rss
@@ -634,6 +634,11 @@ def _cqe_story(cqe: C.mlx5_cqe64) -> str:
             f"wqe_counter {cqe.wqe_counter}  (MLX5-CQE-005..008)")
 
 
+#: mlx5e's rule for each metadata kfunc's answer.
+_KF_RULES = {"rx_hash": "MLX5-KF-002", "rx_timestamp": "MLX5-KF-004",
+             "rx_vlan_tag": "MLX5-KF-006"}
+
+
 #: A new user's pcap needs no configuration: the well-known RSS key, one ring, the RX
 #: handlers on (``rx-oracle explain`` validates the config with these filled in).
 EXPLAIN_DEFAULTS: dict[str, Any] = {"key": MS_KEY.hex(), "indir": [0], "rx_path": True}
@@ -669,6 +674,10 @@ def explain(scenario: Scenario) -> str:
         lines += ["  " + e.render() for e in trace.events[start + 1 : end]
                   if not e.rule.startswith("PP-")]
         skb = rec["skb"]
+        for op in rec["ops"] or ():
+            if op.get("op") == "kfunc":  # the values the program read (MLX5-KF-*)
+                lines.append(f"  {kfunc_result_text(str(op['name']), op)} "
+                             f"({_KF_RULES.get(str(op['name']), 'MLX5-KF-001')})")
         if rec["verdict"] is not None:
             lines.append(f"  XDP verdict {rec['verdict']} (MLX5-XDP-004..009)")
         if rec["kind"] == "packet":
