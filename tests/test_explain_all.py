@@ -276,3 +276,17 @@ def test_readable_values() -> None:
     assert config_text({"a": True, "flags": 64, "m": {"b": [1, 2]}}, hex_keys=("flags",)) == \
         "a=true, flags=0x40, m=(b=[1, 2])"
     assert config_text({}) == "(defaults)"
+
+
+@pytest.mark.rule("TRACE-001", "KFUNC-CALL-001")
+def test_the_readme_example_is_what_explain_prints() -> None:
+    """The README's Teaching example stays true: each of its lines (the ones not cut
+    short with an ellipsis) is a line of today's output."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    block = readme.split("$ rx-oracle explain --driver kfunc --config '{}'\n", 1)[1]
+    shown = block.split("```", 1)[0].splitlines()
+    result = _cli("explain", "--driver", "kfunc", "--config", "{}")
+    assert result.returncode == 0, result.stderr
+    printed = result.stdout.splitlines()
+    kept = [line for line in shown if "…" not in line]
+    assert len(kept) >= 6 and all(line in printed for line in kept)
