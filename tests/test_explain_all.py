@@ -229,17 +229,18 @@ def test_veth_explain_shows_the_kfuncs_and_the_tx_outcome() -> None:
     lines = tagged.splitlines()
     assert "packet 0: 54 bytes -> XDP_TX, 54 bytes after the program (VETH-SKB-002)" in lines
     assert ("  op 0: rx_vlan_tag -> rc 0, vlan_proto 0x8100, vlan_tci 0xe001 (PCP 7, DEI 0, "
-            "VID 1) (VETH-KF-003)") in lines
-    assert "  op 1: rx_timestamp -> rc 0, timestamp 0 (VETH-KF-001)" in lines
+            "VID 1) (KFUNC-CALL-001, VETH-KF-003)") in lines
+    assert "  op 1: rx_timestamp -> rc 0, timestamp 0 (KFUNC-CALL-001, VETH-KF-001)" in lines
     assert any(line.startswith("  op 2: rx_hash -> rc 0, hash 0x") and line.endswith(
-        "rss_type XDP_RSS_TYPE_L4_ANY (0x8) (VETH-KF-002, VETH-KF-005, VETH-KF-007)")
+        "rss_type XDP_RSS_TYPE_L4_ANY (0x8) (KFUNC-CALL-001, VETH-KF-002, VETH-KF-005, "
+        "VETH-KF-007)")
         for line in lines)
     assert "  XDP_TX -> ok (VETH-STAT-003)" in lines
     assert "xdp_packets=1, xdp_bytes=40" in tagged and "xdp_tx=1" in tagged
     plain = veth.explain(Scenario(component="veth", frames=(EXPLAIN_FRAME,), program=program,
                                   config={"peer_xdp": False}))
     assert "  op 0: rx_vlan_tag -> rc -ENODATA (-61); wrote anyway vlan_tci 0x0000 (PCP 0, " \
-           "DEI 0, VID 0) (VETH-KF-003)" in plain.splitlines()
+           "DEI 0, VID 0) (KFUNC-CALL-001, VETH-KF-003)" in plain.splitlines()
     assert "  XDP_TX -> xmit_failed (VETH-STAT-003)" in plain and "xdp_tx_errors=1" in plain
 
 

@@ -257,7 +257,8 @@ def explain(scenario: Scenario) -> str:
 
         packet, run, frame_len = run_on_buffer(
             frame, ops, headroom=layout.headroom, frame_sz=layout.frame_sz_min,
-            metadata_ops=veth.VETH_XDP_METADATA_OPS, ctx=ctx)
+            metadata_ops=veth.VETH_XDP_METADATA_OPS, ctx=ctx,
+            trace=Trace())  # each op's rules (narrate_ops prints them op by op)
         tx = "ok"  # what became of an XDP_TX; the other verdicts never transmit
         if run.action == veth.XDP_TX:
             tx = veth.veth_xdp_tx_outcome(frame_len is not None, frame_len or 0,
