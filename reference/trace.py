@@ -9,6 +9,7 @@ record nothing, so the hot path pays one ``is None`` test.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterator
 
 import attrs
@@ -28,11 +29,23 @@ class TraceEvent:
 
 
 def _fmt(value: object) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and value > 9:
+    """A field as a reader of the kernel source expects it: names unquoted, enum members
+    by name, None and booleans as JSON spells them, larger integers also in hex."""
+    if isinstance(value, enum.Enum):
+        return str(value.name)
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int) and value > 9:
         return f"{value} ({value:#x})"
     if isinstance(value, (bytes, bytearray)):
         return bytes(value).hex()
-    return repr(value) if isinstance(value, str) else str(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "(" + ", ".join(f"{k}={_fmt(v)}" for k, v in value.items()) + ")"
+    return str(value)
 
 
 @attrs.define

@@ -68,7 +68,7 @@ def test_explain_narrates_a_frame_through_cpumap_to_skb_free() -> None:
     events = json.dumps([{"op": "rx", "n": 8}, {"op": "kthread", "n": 2}, {"op": "free", "n": 8}])
     result = _cli("explain", "--driver", "cpumap", "--events", events)
     assert result.returncode == 0, result.stderr
-    assert "'freed': 8" in result.stdout and "pp_recycle = True" in result.stdout
+    assert "fates: freed 8" in result.stdout and "pp_recycle -> true" in result.stdout
     old = _cli("explain", "--driver", "cpumap", "--events", events, "--config",
                '{"pre_v6_4": true}')
     assert old.returncode == 0 and "no recycle mark (SKB-BUILD-004)" in old.stdout

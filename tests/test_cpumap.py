@@ -356,14 +356,16 @@ def test_ledger_and_fates_hold_at_every_step(pre: bool, order0: bool, free_on_a:
         assert sim.direct_pushes()["destination_cpu"] == 0
 
 
-@pytest.mark.rule("CPUMAP-SIM-001", "SKB-FREE-001")
-def test_explain_narrates_the_first_packet() -> None:
+@pytest.mark.rule("CPUMAP-SIM-001", "SKB-FREE-001", "CPUMAP-FATE-001")
+def test_explain_narrates_every_packet() -> None:
     from conformance.components.cpumap import explain
     from conformance.scenario import Scenario
 
     text = explain(Scenario(component="cpumap", config={"qsize": 16},
                             events=({"op": "rx", "n": 3}, {"op": "kthread", "n": 1},
                                     {"op": "free", "n": 3})))
-    assert "fates {'freed': 3}" in text
-    assert "pp_recycle = True (SKB-BUILD-003)" in text
-    assert "page freed on CPU 1: page_pool -> ring (SKB-FREE-001" in text
+    assert "fates: freed 3 (CPUMAP-FATE-001)" in text
+    for i in range(3):
+        assert f"packet {i}: page_pool page pfn " in text
+    assert text.count("pp_recycle -> true (SKB-BUILD-003)") == 3
+    assert text.count("freed at event 2 -> page on CPU 1: page_pool -> ring (SKB-FREE-001") == 3

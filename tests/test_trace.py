@@ -18,4 +18,4 @@ def test_trace_records_rule_and_fields_in_order() -> None:
     assert first.fields == (("hash", 0x51CCC178),)
     rendered = trace.render().splitlines()
     assert rendered[0].startswith("RSS-TOEP-001") and "0x51ccc178" in rendered[0]
-    assert "action='XDP_PASS'" in rendered[1]
+    assert "action=XDP_PASS" in rendered[1]

@@ -32,6 +32,7 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 from hypothesis import strategies as st
 
 from conformance.components import Component, require
@@ -39,7 +40,7 @@ from conformance.components.xdp import op_lists
 from conformance.scenario import Scenario
 from reference.cpumap_sim import CpumapSim, SimConfig
 from reference.page_pool.stats import ethtool_stats
-from reference.skb import SkBuff, pp_page_of
+from reference.skb import PageFree, SkBuff, pp_page_of
 from reference.trace import Trace
 from reference.xdp.mem import MemType
 
@@ -203,49 +204,131 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     return rules
 
 
+#: The schedule explain runs when no ``--events`` are given: one poll of four packets,
+#: one kthread iteration, the stack frees them all.
+EXPLAIN_EVENTS: tuple[dict[str, Any], ...] = ({"op": "rx", "n": 4}, {"op": "kthread", "n": 1},
+                                             {"op": "free", "n": 4})
+
+#: A drop's rule, by reason (CPUMAP-FATE-001's ``dropped:REASON``).
+_DROP_RULES = {"ring_full": ("CPUMAP-ENQ-002", "CPUMAP-ENQ-003"),
+               "kmem_alloc": ("CPUMAP-KT-003",)}
+#: The batch-level decisions a step's narration shows; the per-packet ones are narrated
+#: packet by packet.
+_STEP_RULES = ("CPUMAP-ENQ-003", "CPUMAP-ENQ-004", "CPUMAP-KT-003", "CPUMAP-KT-004",
+               "CPUMAP-KT-005", "CPUMAP-MAP-")
+
+
+@attrs.define
+class _Story:
+    """What happened to each packet, and when (the event index), for the narration."""
+
+    received: dict[int, int] = attrs.Factory(dict)
+    built: dict[int, int] = attrs.Factory(dict)
+    freed: dict[int, int] = attrs.Factory(dict)
+    dropped: dict[int, tuple[int, str, PageFree | None]] = attrs.Factory(dict)
+
+
+def _config_text(cfg: SimConfig) -> str:
+    memory = ("MEM_TYPE_PAGE_POOL" if cfg.mem_type == MemType.MEM_TYPE_PAGE_POOL
+              else "MEM_TYPE_PAGE_ORDER0")
+    free_cpu = cfg.cpu_b if cfg.free_cpu is None else cfg.free_cpu
+    prog = "none" if cfg.second_prog is None else f"{len(cfg.second_prog)} op(s)"
+    return (f"cpumap: RX on CPU {cfg.cpu_a}, redirected to the entry of CPU {cfg.cpu_b}; "
+            f"qsize {cfg.qsize}, source pool_size {cfg.pool_size}, memory {memory}, frame_len "
+            f"{cfg.frame_len}, the stack frees on CPU {free_cpu}, second program {prog}, "
+            f"pre_v6_4 {'true' if cfg.pre_v6_4 else 'false'} (CPUMAP-SIM-001)")
+
+
+def _free_text(rec: PageFree, rule: str) -> str:
+    where = rec.path.value if rec.outcome is None else f"{rec.path.value} -> {rec.outcome.value}"
+    if rec.path.value == "put_page":
+        rule = "SKB-FREE-002" if rule == "SKB-FREE-001" else rule
+    locality = "; CPUMAP-SIM-003" + (", CPUMAP-KT-006" if rec.outcome is not None else "")
+    return f"page on CPU {rec.cpu}: {where} ({rule}{locality})"
+
+
 def explain(scenario: Scenario) -> str:
-    """Narrate the first packet's trip RX → cpumap → skb → free, with the rule ids."""
-    sim = simulate(scenario)
+    """Narrate the schedule step by step (the batch decisions of each: bulk-queue
+    flushes, kthread batches, GRO flushes), then every packet's trip RX → bulk queue →
+    ring → kthread → skb → free, each line with the rules that decided it and the event
+    at which it happened.  Without events, :data:`EXPLAIN_EVENTS` run."""
+    notes: list[str] = []
+    if not scenario.events:
+        scenario = attrs.evolve(scenario, events=EXPLAIN_EVENTS)
+        notes.append("no --events given: rx 4, kthread 1, free 4")
+    trace = Trace()
+    sim = CpumapSim(config_of(scenario), trace)
+    sim.entry.skb_alloc_fail_next = int(scenario.config.get("skb_alloc_fail", 0))
     cfg = sim.config
-    fates = sim.fates()
-    summary = {f: fates.count(f) for f in sorted(set(fates))}
-    lines = [f"cpumap scenario: {len(fates)} packets received on CPU {cfg.cpu_a}, "
-             f"redirected to CPU {cfg.cpu_b}; fates {summary} (CPUMAP-FATE-001)"]
-    if not fates:
-        return "\n".join(lines)
-    frame = sim.frames[0]
-    page = pp_page_of(frame.page)
-    source = "page_pool" if cfg.mem_type == MemType.MEM_TYPE_PAGE_POOL else "order-0 page"
-    lines.append(f"packet 0: {source} pfn {page.pfn:#x} on CPU {cfg.cpu_a}, XDP_REDIRECT, "
-                 "frame written at data_hard_start (CPUMAP-SIM-001)")
-    lines.append(f"  cpu_map_enqueue: bulk queue of CPU {cfg.cpu_a} (8 frames), flushed "
-                 "into the entry ring at xdp_do_flush (CPUMAP-ENQ-001, CPUMAP-ENQ-004)")
-    fate = fates[0]
-    frees = [*sim.cpumap.frees, *sim.frees]
-    first_free = next((f for f in frees if f.page is page), None)
-    if fate.startswith("dropped:"):
-        by_reason = {"dropped:ring_full": "CPUMAP-ENQ-002",
-                     "dropped:kmem_alloc": "CPUMAP-KT-003"}
-        lines.append(f"  {fate} ({by_reason.get(fate, 'CPUMAP-KT-002')})")
-    elif fate in ("bulk", "ring"):
-        lines.append(f"  still queued in the {fate} at the end (CPUMAP-FATE-001)")
-    else:
-        skb = sim._skb_of[0]
-        lines.append(f"  kthread on CPU {cfg.cpu_b}: skb built around the buffer, len "
-                     f"{skb.len}, protocol {skb.protocol:#06x}, CHECKSUM_NONE, no hash, "
-                     "queue 0 (SKB-BUILD-001, SKB-BUILD-002)")
-        if cfg.pre_v6_4 and cfg.mem_type == MemType.MEM_TYPE_PAGE_POOL:
-            lines.append("  pre-v6.4: page released from its pool, no recycle mark "
-                         "(SKB-BUILD-004)")
+    story = _Story()
+    lines = [*notes, _config_text(cfg)]
+    for n, (op, count) in enumerate(schedule_of(scenario)):
+        mark, drops0, frees0 = len(trace), len(sim.cpumap.drops), len(sim.cpumap.frees)
+        frames0, failures0 = len(sim.frames), sim.rx_alloc_failures
+        if op == "fail_allocs":
+            sim.allocator.fail(count)
+            lines.append(f"event {n}: fail_allocs {count} -> the page allocator fails the "
+                         f"next {count} request(s) (CPUMAP-SIM-001)")
+            continue
+        sim.run([(op, count)])
+        if op == "rx":
+            story.received.update(dict.fromkeys(range(frames0, len(sim.frames)), n))
+            failed = sim.rx_alloc_failures - failures0
+            lines.append(f"event {n}: rx {count} on CPU {cfg.cpu_a} -> "
+                         f"{len(sim.frames) - frames0} packet(s) received and redirected"
+                         + (f", {failed} found no page" if failed else "")
+                         + " (CPUMAP-SIM-001, CPUMAP-ENQ-001)")
+        elif op == "kthread":
+            built = [i for i in sim._skb_of if i not in story.built]
+            story.built.update(dict.fromkeys(built, n))
+            lines.append(f"event {n}: kthread {count} on CPU {cfg.cpu_b} -> {len(built)} "
+                         "skb(s) built (CPUMAP-KT-001, CPUMAP-KT-005)")
         else:
-            lines.append(f"  pp_recycle = {skb.pp_recycle} (SKB-BUILD-003)")
-        if fate in ("gro", "stack"):
-            lines.append(f"  held in {fate}, not freed yet (CPUMAP-KT-004)")
-    if first_free is not None:
-        rule = "SKB-FREE-001" if first_free.outcome is not None else "SKB-FREE-002"
-        what = first_free.outcome.value if first_free.outcome is not None else "put_page"
-        lines.append(f"  page freed on CPU {first_free.cpu}: {first_free.path.value} -> "
-                     f"{what} ({rule}; locality CPUMAP-SIM-003, CPUMAP-KT-006)")
+            freed = [i for i in sim.freed if i not in story.freed]
+            story.freed.update(dict.fromkeys(freed, n))
+            lines.append(f"event {n}: free {count} -> {len(freed)} skb(s) freed by the stack "
+                         "(SKB-FREE-003)")
+        frees = list(sim.cpumap.frees[frees0:])
+        for frame, reason in sim.cpumap.drops[drops0:]:
+            page = pp_page_of(frame.page)
+            rec = next((f for f in frees if f.page is page), None)
+            if rec is not None:
+                frees.remove(rec)
+            story.dropped[sim._index[id(frame)]] = (n, reason, rec)
+        lines += ["  " + e.render() for e in trace.events[mark:]
+                  if e.rule.startswith(_STEP_RULES)]
+    fates = sim.fates()
+    source = "page_pool page" if cfg.mem_type == MemType.MEM_TYPE_PAGE_POOL else "order-0 page"
+    for i, frame in enumerate(sim.frames):
+        page = pp_page_of(frame.page)
+        lines.append(f"packet {i}: {source} pfn {page.pfn:#x}, received at event "
+                     f"{story.received[i]} on CPU {cfg.cpu_a} -> XDP_REDIRECT, bulked for "
+                     f"CPU {cfg.cpu_b} (CPUMAP-SIM-001, CPUMAP-ENQ-001)")
+        if i in story.dropped:
+            n, reason, rec = story.dropped[i]
+            rules = _DROP_RULES.get(reason, ("CPUMAP-KT-002",))
+            lines.append(f"  dropped at event {n} -> {reason} ({', '.join(rules)})")
+            if rec is not None:
+                lines.append("  frame returned -> " + _free_text(rec, "SKB-FREE-004"))
+        elif i in story.built:
+            skb = sim._skb_of[i]
+            if cfg.second_prog is not None:
+                lines.append("  second program -> XDP_PASS, the frame goes on (CPUMAP-KT-002)")
+            lines.append(f"  kthread at event {story.built[i]} on CPU {cfg.cpu_b} -> skb len "
+                         f"{skb.len}, protocol {skb.protocol:#06x}, CHECKSUM_NONE, no hash, "
+                         "queue 0 (SKB-BUILD-001, SKB-BUILD-002)")
+            if cfg.pre_v6_4 and cfg.mem_type == MemType.MEM_TYPE_PAGE_POOL:
+                lines.append("  pre-v6.4 -> page released from its pool, no recycle mark "
+                             "(SKB-BUILD-004)")
+            else:
+                lines.append(f"  pp_recycle -> {'true' if skb.pp_recycle else 'false'} "
+                             "(SKB-BUILD-003)")
+            if i in story.freed:
+                lines.append(f"  freed at event {story.freed[i]} -> "
+                             + _free_text(sim.head_free[i], "SKB-FREE-001"))
+        lines.append(f"  fate -> {fates[i]} (CPUMAP-FATE-001)")
+    summary = ", ".join(f"{f} {fates.count(f)}" for f in sorted(set(fates))) or "none"
+    lines.append(f"fates: {summary} (CPUMAP-FATE-001)")
     st_ = sim.pool.stats()
     lines.append(f"source pool: alloc slow {st_.alloc_stats.slow}, refill "
                  f"{st_.alloc_stats.refill}, recycle ring {st_.recycle_stats.ring}, cached "

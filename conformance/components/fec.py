@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 
 from conformance.components import Component
 from conformance.components.xdp import op_lists
+from conformance.readable import config_text, value_text
 from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames
 from reference import page_pool as pp
@@ -345,14 +346,20 @@ def explain(scenario: Scenario) -> str:
     frames = scenario.frames
     trace = Trace()
     obs = run(scenario, trace)
-    lines = [f"fec: {len(frames)} frame(s), config {config_of(scenario)}"]
+    config = {k: v for k, v in attrs.asdict(config_of(scenario), recurse=False).items()
+              if k != "kernel"}  # the kernel line comes first
+    lines = [f"fec: {len(frames)} frame(s); {config_text(config)}"]
     lines += ["  " + e.render() for e in trace if not e.rule.startswith("PP-")]
     for p in obs["packets"]:
-        lines.append(f"packet slot {p['slot']} (frame {p['frame']}): sc={rx_sc_names(p['sc'])} "
-                     f"datlen={p['datlen']} -> {p['outcome']}, verdict {p['verdict']}, "
-                     f"page {p['page']}")
+        verdict = "no program" if p["verdict"] is None else f"verdict {p['verdict']}"
+        rules = _PAGE_RULES.get(str(p["page"]), ())
+        lines.append(f"packet slot {p['slot']} (frame {value_text(p['frame'])}): "
+                     f"sc={rx_sc_names(p['sc'])} datlen={p['datlen']} -> {p['outcome']}, "
+                     f"{verdict}, page {p['page']}"
+                     + (f" ({', '.join(rules)})" if rules else ""))
     lines.append(f"counters: rx_packets={obs['counters']['rx_packets']} "
-                 f"rx_bytes={obs['counters']['rx_bytes']}; conservation {obs['conservation']}")
+                 f"rx_bytes={obs['counters']['rx_bytes']}; pages (FEC-RX-015): "
+                 f"{config_text(obs['conservation'])}")
     return "\n".join(lines)
 
 

@@ -26,9 +26,11 @@ import errno
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
 from hypothesis import strategies as st
 
 from conformance.components import Component
+from conformance.readable import kfunc_result_text, rc_text, value_text
 from conformance.scenario import Scenario
 from reference import kfuncs as k
 from reference.kernel import resolve_kernel
@@ -164,6 +166,121 @@ COMPONENT = Component(
         ("features.*", ("KFUNC-API-007",)),
     ),
 )
+
+
+# --- teaching -----------------------------------------------------------------------------
+
+#: ``rx-oracle explain --driver kfunc --config '{}'``: one native-XDP device whose driver
+#: implements rx_hash (an IPv4/TCP hash) and rx_timestamp (no stamp on this packet) and
+#: leaves rx_vlan_tag NULL, so the three return codes of KFUNC-API-002 all show.
+EXPLAIN_DEFAULTS: dict[str, Any] = {"devices": [{
+    "ifindex": 2, "name": "eth0", "ndo_bpf": True, "offdev": None,
+    "ops": {"rx_hash": {"rc": 0, "hash": 0x4A730215,
+                        "rss_type": k.XDP_RSS_TYPES["XDP_RSS_TYPE_L4_IPV4_TCP"]},
+            "rx_timestamp": {"rc": -errno.ENODATA}}}]}
+
+#: The events explain runs when none are given: a program bound to eth0 calling all three
+#: kfuncs, attached natively, each kfunc called once; then an unbound load calling a
+#: kfunc (refused, KFUNC-LOAD-005) and the bound program offered to a DEVMAP (refused,
+#: KFUNC-MAP-003).
+EXPLAIN_EVENTS: tuple[dict[str, Any], ...] = (
+    {"op": "prog_load", "prog_type": k.BPF_PROG_TYPE_XDP, "expected_attach_type": 0,
+     "prog_flags": k.BPF_F_XDP_DEV_BOUND_ONLY, "prog_ifindex": 2, "calls": list(KFUNCS)},
+    {"op": "attach", "ifindex": 2, "prog": 0, "flags": k.XDP_FLAGS_DRV_MODE},
+    {"op": "call", "prog": 0, "kfunc": "rx_hash"},
+    {"op": "call", "prog": 0, "kfunc": "rx_timestamp"},
+    {"op": "call", "prog": 0, "kfunc": "rx_vlan_tag"},
+    {"op": "prog_load", "prog_type": k.BPF_PROG_TYPE_XDP, "expected_attach_type": 0,
+     "prog_flags": 0, "prog_ifindex": 0, "calls": ["rx_hash"]},
+    {"op": "map_update", "map_type": k.BPF_MAP_TYPE_DEVMAP, "prog": 0},
+)
+
+
+def _names(prefix: str, value: int, *, flags: bool = False) -> str:
+    """A uapi constant of ``reference.kfuncs`` by its kernel name (``BPF_PROG_TYPE_XDP``),
+    or, for flag words, the names of its bits joined by ``|`` (``0`` when none)."""
+    table = {v: n for n, v in vars(k).items()
+             if n.startswith(prefix) and isinstance(v, int) and n != "XDP_FLAGS_MODES"}
+    if not flags:
+        return table.get(value, str(value))
+    if value == 0:
+        return "0"
+    bits = [table.get(1 << b, f"{1 << b:#x}") for b in range(value.bit_length())
+            if value >> b & 1]
+    return "|".join(bits)
+
+
+def _device_text(d: Mapping[str, Any]) -> list[str]:
+    """A configured device and what each of its driver's members returns."""
+    name = d.get("name", f"dev{d['ifindex']}")
+    lines = [f"device {name}: ifindex {d['ifindex']}, ndo_bpf "
+             f"{value_text(bool(d.get('ndo_bpf', True)))}, offload device "
+             f"{value_text(d.get('offdev'))}"]
+    ops = d.get("ops", {})
+    for kfunc in KFUNCS:
+        if kfunc in ops:
+            result = kfunc_result_text(kfunc, ops[kfunc]).partition(" -> ")[2]
+            lines.append(f"  xmo_{kfunc}: returns {result} for every packet (KFUNC-CALL-001)")
+        else:
+            lines.append(f"  xmo_{kfunc}: NULL, a call runs the default body (KFUNC-API-003)")
+    return lines
+
+
+def _event_text(ev: Mapping[str, Any]) -> str:
+    op = ev["op"]
+    if op == "prog_load":
+        return (f"prog_load {_names('BPF_PROG_TYPE_', int(ev.get('prog_type', 6)))}, "
+                f"expected_attach_type "
+                f"{_names('BPF_XDP_', int(ev.get('expected_attach_type', 0)))}, "
+                f"prog_flags {_names('BPF_F_', int(ev.get('prog_flags', 0)), flags=True)}, "
+                f"prog_ifindex {ev.get('prog_ifindex', 0)}, calls "
+                f"{', '.join(ev.get('calls', [])) or 'no metadata kfunc'}")
+    if op == "attach":
+        return (f"attach program of event {ev['prog']} to ifindex {ev['ifindex']}, flags "
+                f"{_names('XDP_FLAGS_', int(ev.get('flags', 0)), flags=True)}")
+    if op == "map_update":
+        return (f"map_update {_names('BPF_MAP_TYPE_', int(ev['map_type']))} with the "
+                f"program of event {ev['prog']}")
+    return f"the program of event {ev['prog']} calls"
+
+
+def explain(scenario: Scenario) -> str:
+    """Narrate each event: what was asked, its return code by kernel name and the rule
+    that decided it, the reference's trace, and for a kfunc call the values it returned
+    (the hash with its ``xdp_rss_hash_type`` name, the timestamp, the VLAN proto and
+    TCI).  Without events, :data:`EXPLAIN_EVENTS` run."""
+    notes: list[str] = []
+    if not scenario.events:
+        scenario = attrs.evolve(scenario, events=EXPLAIN_EVENTS)
+        notes.append("no --events given: a bound program's load, attach and three kfunc "
+                     "calls, then two refusals")
+    traces: list[Trace] = []
+    observed = _run(scenario, traces)
+    decided = attribute(scenario)
+    lines = [*notes]
+    for d in scenario.config.get("devices", []):
+        lines += _device_text(d)
+    for i, (ev, out) in enumerate(zip(scenario.events, observed["events"], strict=True)):
+        rules = decided(f"events[{i}].rc")
+        if not rules and out["rc"] == -errno.EBADF:  # the load it names failed
+            rules = tuple(traces[int(ev["prog"])].rules()[-1:]) or ("KFUNC-LOAD-007",)
+            rules = (*rules, "KFUNC-LOAD-007")
+        if not rules and out["rc"] == -errno.ENODEV:
+            rules = ("KFUNC-ATTACH-001",)
+        why = f" ({', '.join(rules)})" if rules else ""
+        if out["rc"] == 0 and ev["op"] != "call":  # the checks passed, then the action
+            last = [r for r in traces[i].rules()[-1:] if r not in rules]
+            why = f" (checks {', '.join(rules)} passed{''.join('; ' + r for r in last)})"
+        if ev["op"] == "call":
+            result = kfunc_result_text(str(ev["kfunc"]), out)
+            lines.append(f"event {i}: {_event_text(ev)} {result}{why}")
+        else:
+            lines.append(f"event {i}: {_event_text(ev)} -> rc {rc_text(out['rc'])}{why}")
+        lines += ["  " + e.render() for e in traces[i]]
+    for ifindex, bits in observed["features"].items():
+        names = "|".join(m.name or "" for m in k.NetdevXdpRxMetadata if bits & m) or "0"
+        lines.append(f"ifindex {ifindex}: xdp-rx-metadata-features -> {names} (KFUNC-API-007)")
+    return "\n".join(lines)
 
 
 # --- strategies ---------------------------------------------------------------------------

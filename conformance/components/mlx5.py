@@ -43,6 +43,7 @@ from scapy.layers.sctp import SCTP
 from scapy.packet import Packet, Raw
 
 from conformance.components import Component, kernel_of, require
+from conformance.readable import kfunc_result_text, value_text
 from conformance.scenario import Scenario
 from conformance.vectors.ms_rss import MS_KEY
 from reference import rss
@@ -634,6 +635,11 @@ def _cqe_story(cqe: C.mlx5_cqe64) -> str:
             f"wqe_counter {cqe.wqe_counter}  (MLX5-CQE-005..008)")
 
 
+#: mlx5e's rule for each metadata kfunc's answer.
+_KF_RULES = {"rx_hash": "MLX5-KF-002", "rx_timestamp": "MLX5-KF-004",
+             "rx_vlan_tag": "MLX5-KF-006"}
+
+
 #: A new user's pcap needs no configuration: the well-known RSS key, one ring, the RX
 #: handlers on (``rx-oracle explain`` validates the config with these filled in).
 EXPLAIN_DEFAULTS: dict[str, Any] = {"key": MS_KEY.hex(), "indir": [0], "rx_path": True}
@@ -650,9 +656,10 @@ def explain(scenario: Scenario) -> str:
     cfg = scenario.config
     lines = [
         f"mlx5: {len(scenario.frames)} frame(s); RQ {cfg.get('rq_type', 'cyclic')}, "
-        f"compression {cfg.get('compression', 'none')}, VLAN strip "
-        f"{bool(cfg.get('vlan_strip', False))}, RXCSUM {bool(cfg.get('rxcsum', True))}, "
-        f"csum_full {bool(cfg.get('csum_full', False))}, XDP program "
+        f"compression {cfg.get('compression', 'none')}, vlan_strip "
+        f"{value_text(bool(cfg.get('vlan_strip', False)))}, rxcsum "
+        f"{value_text(bool(cfg.get('rxcsum', True)))}, csum_full "
+        f"{value_text(bool(cfg.get('csum_full', False)))}, XDP program "
         f"{'attached' if has_program(scenario) else 'none'}",
     ]
     starts = [i for i, e in enumerate(trace.events)
@@ -668,10 +675,15 @@ def explain(scenario: Scenario) -> str:
         lines += ["  " + e.render() for e in trace.events[start + 1 : end]
                   if not e.rule.startswith("PP-")]
         skb = rec["skb"]
+        for op in rec["ops"] or ():
+            if op.get("op") == "kfunc":  # the values the program read (MLX5-KF-*)
+                lines.append(f"  {kfunc_result_text(str(op['name']), op)} "
+                             f"({_KF_RULES.get(str(op['name']), 'MLX5-KF-001')})")
         if rec["verdict"] is not None:
             lines.append(f"  XDP verdict {rec['verdict']} (MLX5-XDP-004..009)")
         if rec["kind"] == "packet":
-            lines.append(f"  page -> {rec['fate']}")
+            fate_rule = _FATE_RULES.get(str(rec["fate"]))
+            lines.append(f"  page -> {rec['fate']}" + (f" ({fate_rule})" if fate_rule else ""))
         if skb is not None:
             csum = "" if skb["csum"] is None else f" csum {skb['csum']:#06x}"
             lines.append(
@@ -679,7 +691,7 @@ def explain(scenario: Scenario) -> str:
                 f"({skb['nr_frags']} frags), {skb['ip_summed']}{csum} level {skb['csum_level']}, "
                 f"hash {skb['hash']:#010x} {skb['hash_type']}, vlan "
                 f"{skb['vlan_tci'] if skb['vlan_present'] else '-'}, mark {skb['mark']}, "
-                f"hwtstamp {skb['hwtstamp']}, protocol {skb['protocol']:#06x}, "
+                f"hwtstamp {value_text(skb['hwtstamp'])}, protocol {skb['protocol']:#06x}, "
                 f"{skb['pkt_type']}")
     lines.append("pages: " + ", ".join(f"{k} {v}" for k, v in d.pages.items()))
     lines.append("counters: " + ", ".join(f"{k}={v}" for k, v in d.counters.items() if v))

@@ -42,9 +42,11 @@ import errno
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
 from hypothesis import strategies as st
 
 from conformance.components import Component
+from conformance.readable import rc_text, value_text
 from conformance.scenario import Scenario
 from reference import page_pool as pp
 from reference.kernel import resolve_kernel
@@ -54,6 +56,14 @@ from reference.trace import Trace
 
 
 def _pool(scenario: Scenario) -> pp.PagePool:
+    created = _create(scenario)
+    if created.pool is None:
+        raise ValueError(f"page_pool_create failed with {created.err}")
+    return created.pool
+
+
+def _create(scenario: Scenario) -> pp.CreateResult:
+    """``page_pool_create`` with the scenario's params (PP-INIT-009)."""
     cfg = scenario.config
     p = dict(cfg.get("params", {}))
     napi = pp.NapiStruct(int(cfg["napi_cpu"])) if cfg.get("napi_cpu") is not None else None
@@ -67,10 +77,7 @@ def _pool(scenario: Scenario) -> pp.PagePool:
         napi=napi,
         dev=pp.DmaDevice(),
     )
-    created = pp.page_pool_create(params, kernel=resolve_kernel(scenario.kernel))
-    if created.pool is None:
-        raise ValueError(f"page_pool_create failed with {created.err}")
-    return created.pool
+    return pp.page_pool_create(params, kernel=resolve_kernel(scenario.kernel))
 
 
 def _handle(op: str, pool: pp.PagePool, pages: dict[int, pp.Page], ev: Mapping[str, Any],
@@ -242,6 +249,125 @@ COMPONENT = Component(
         ("warnings", ("PP-DESTROY-007", "PP-DESTROY-008", "PP-FRAG-001")),
     ),
 )
+
+
+# --- teaching -----------------------------------------------------------------------------
+
+#: ``rx-oracle explain --driver page_pool --config '{}'``: a small pool (a 4-slot ring, so
+#: it fills) owned by a NAPI instance on CPU 0, syncing 2048 bytes at offset 64.
+EXPLAIN_DEFAULTS: dict[str, Any] = {"params": {"pool_size": 4, "max_len": 2048, "offset": 64},
+                                    "napi_cpu": 0}
+
+#: The events explain runs when none are given: the slow path's bulk allocation, then a
+#: page back by each road (the alloc cache, the ring from another CPU, released because
+#: someone holds it), the fast path, and a destroy with a page still in flight.
+EXPLAIN_EVENTS: tuple[dict[str, Any], ...] = (
+    {"op": "alloc"}, {"op": "alloc"}, {"op": "alloc"},
+    {"op": "put", "alloc": 0, "sync": -1, "direct": True},
+    {"op": "put", "alloc": 1, "sync": 64, "direct": False, "cpu": 1},
+    {"op": "get_page", "alloc": 2},
+    {"op": "put", "alloc": 2, "sync": -1, "direct": False},
+    {"op": "alloc"},
+    {"op": "destroy"},
+    {"op": "put", "alloc": 7, "sync": -1, "direct": False, "cpu": 1},
+    {"op": "release_retry"},
+)
+
+#: The rule behind an event the reference does not trace.
+_UNTRACED = {"get_page": "PP-PAGE-002", "fail_allocs": "PP-ALLOC-004",
+             "pfmemalloc": "PP-RECYCLE-003", "force_nid": "PP-NUMA-002",
+             "ref_page": "PP-RECYCLE-011", "update_nid": "PP-NUMA-003",
+             "release_retry": "PP-DESTROY-005", "put": "PP-RECYCLE-001"}
+
+
+def _params_text(scenario: Scenario) -> str:
+    """The pool's ``page_pool_params`` as the driver filled them in, flags and the DMA
+    direction by name."""
+    cfg = scenario.config
+    p = dict(cfg.get("params", {}))
+    flags = int(p.get("flags", pp.PP_FLAG_DMA_MAP | pp.PP_FLAG_DMA_SYNC_DEV))
+    flag_names = "|".join(n for n in ("PP_FLAG_DMA_MAP", "PP_FLAG_DMA_SYNC_DEV",
+                                      "PP_FLAG_SYSTEM_POOL", "PP_FLAG_ALLOW_UNREADABLE_NETMEM")
+                          if flags & getattr(pp, n)) or "0"
+    direction = {pp.DMA_BIDIRECTIONAL: "DMA_BIDIRECTIONAL", pp.DMA_TO_DEVICE: "DMA_TO_DEVICE",
+                 pp.DMA_FROM_DEVICE: "DMA_FROM_DEVICE"}
+    dma_dir = int(p.get("dma_dir", pp.DMA_FROM_DEVICE))
+    napi = cfg.get("napi_cpu")
+    return (f"page_pool: flags {flag_names}, pool_size {p.get('pool_size', 0)}, max_len "
+            f"{p.get('max_len', 4096)}, offset {p.get('offset', 0)}, dma_dir "
+            f"{direction.get(dma_dir, str(dma_dir))}, nid {p.get('nid', 0)}, "
+            + (f"NAPI on CPU {napi}" if napi is not None else "no NAPI") + " (PP-INIT-006)")
+
+
+def _event_text(ev: Mapping[str, Any], out: Mapping[str, Any]) -> str:
+    """What one event asked and what it returned."""
+    op = ev["op"]
+    rc = f"rc {rc_text(int(out['rc']))}"
+    if op in ("alloc", "alloc_frag", "ref_page"):
+        asked = {"alloc": "alloc", "ref_page": f"ref_page on the page of event {ev.get('alloc')}",
+                 "alloc_frag": f"alloc_frag of {ev.get('size')} bytes"
+                 + (" (page_pool_dev_alloc, truesize asked)" if ev.get("truesize") else "")}[op]
+        got = "".join(f", {k} {out[k]}" for k in ("page", "offset", "truesize") if k in out)
+        return f"{asked} -> {rc}{got}"
+    if op == "put":
+        sync = int(ev.get("sync", -1))
+        sync_text = "-1 (max_len)" if sync == -1 else str(sync)
+        asked = (f"put the page of event {ev['alloc']} (dma_sync_size {sync_text}, "
+                 f"allow_direct {value_text(bool(ev.get('direct', False)))}, CPU "
+                 f"{ev.get('cpu', 0)}, softirq {value_text(bool(ev.get('softirq', True)))})")
+        if out.get("synced") is not None:
+            return (f"{asked} -> {rc}, synced {out['synced']} bytes for the device at offset "
+                    f"{out['sync_offset']}")
+        return f"{asked} -> {rc}, no sync"
+    if op in ("destroy", "release_retry") and "inflight" in out:
+        return f"{op} -> {rc}, {out['inflight']} page(s) in flight, pool {out['state']}"
+    if op == "get_page":
+        return (f"get_page on the page of event {ev['alloc']} (someone else takes an mm "
+                f"reference) -> {rc}")
+    detail = ", ".join(f"{k} {value_text(v)}" for k, v in ev.items() if k != "op")
+    return f"{op}{' ' + detail if detail else ''} -> {rc}"
+
+
+def explain(scenario: Scenario) -> str:
+    """Narrate each pool operation: what it asked, its return code, the page it handed out
+    or took back and where that page went, with the deciding rule and the reference's
+    trace; then where every page is at the end and the ethtool counters.  Without
+    events, :data:`EXPLAIN_EVENTS` run."""
+    notes: list[str] = []
+    if not scenario.events:
+        scenario = attrs.evolve(scenario, events=EXPLAIN_EVENTS)
+        notes.append("no --events given: three allocations, a page back by each road, a "
+                     "fast-path allocation, and a destroy with a page in flight")
+    created = _create(scenario)
+    if created.pool is None:  # the parameters are refused before any event runs
+        return "\n".join([*notes, _params_text(scenario),
+                          f"page_pool_create -> rc {rc_text(created.err)} (PP-INIT-009)"])
+    traces: list[Trace] = []
+    observed = _run(scenario, traces)
+    lines = [*notes, _params_text(scenario)]
+    for i, (ev, out) in enumerate(zip(scenario.events, observed["events"], strict=True)):
+        op = str(ev["op"])
+        rules = [r for r in traces[i].rules() if r.startswith("PP-")][-1:]
+        if int(out["rc"]) == -errno.ENOENT:
+            rules = ["PP-DESTROY-005" if op == "release_retry" else "PP-RECYCLE-010"]
+        elif not rules and op in _UNTRACED:
+            rules = [_UNTRACED[op]]
+        if op == "put" and out.get("synced") is not None:
+            rules.append("PP-DMA-001")
+        why = f" ({', '.join(rules)})" if rules else ""
+        lines.append(f"event {i}: {_event_text(ev, out)}{why}")
+        lines += ["  " + e.render() for e in traces[i]]
+    pages = observed["pages"]
+    if pages:
+        lines.append("at the end (PP-LEDGER-002): " + ", ".join(
+            f"page {k} -> {where}" for k, where in pages.items()))
+    lines.append(f"in flight {observed['inflight']}, pool {observed['state']}, DMA maps "
+                 f"{observed['dma']['maps']}, unmaps {observed['dma']['unmaps']}, syncs for "
+                 f"the device {observed['dma']['syncs_for_device']} (PP-DESTROY-004, "
+                 "PP-DMA-001)")
+    lines.append("ethtool (PP-STATS-003): " + ", ".join(
+        f"{k}={v}" for k, v in observed["stats"].items()))
+    return "\n".join(lines)
 
 
 #: Stop drawing new operations past this many events; one more burst stays below 4096.

@@ -23,9 +23,11 @@ from scapy.layers.sctp import SCTP
 from scapy.packet import Packet, Raw
 
 from conformance.components import Component
+from conformance.readable import rss_type_name, value_text
 from conformance.scenario import Scenario
 from conformance.strategies import ip_frames, rss_keys
 from conformance.strategies.frames import ethernet_frames
+from conformance.vectors.ms_rss import MS_KEY
 from reference import packet, rss
 from reference.trace import Trace, emit
 
@@ -98,15 +100,30 @@ def _rules_for_field(info: packet.PacketInfo, config: rss.RssConfig, field: str,
     return ()
 
 
+#: ``rx-oracle explain --driver rss capture.pcap --config '{}'``: the well-known
+#: Microsoft key (the published test vectors hash with it) and one ring.
+EXPLAIN_DEFAULTS: dict[str, Any] = {"key": MS_KEY.hex(), "indir": [0]}
+
+
 def explain(scenario: Scenario) -> str:
     """Each frame's path through RSS, one rule-tagged line per decision."""
-    lines = []
+    cfg = scenario.config
+    lines = [f"rss: key {cfg.get('key', '')[:16]}... ({len(cfg.get('key', '')) // 2} bytes), "
+             f"indirection table of {len(cfg.get('indir', []))} entries over ring(s) "
+             f"{value_text(sorted(set(cfg.get('indir', []))))}, input_xfrm "
+             f"{int(cfg.get('input_xfrm', 0)):#x}"
+             + (", ethtool hash fields per flow type" if cfg.get("hash_fields") else
+                ", default hash fields (RSS-CFG-004)")]
     for i, frame in enumerate(scenario.frames):
         trace = Trace()
         one = attrs.evolve(scenario, frames=(frame,))
         observed = expected(one, trace)["packets"][0]
-        lines.append(f"packet {i}: {len(frame)} bytes -> hash {observed['hash']}, "
-                     f"hash_type {observed['hash_type']:#x}, queue {observed['queue']}")
+        hashed = observed["hash"]
+        queue_rules = [e.rule for e in trace if e.rule.startswith("RSS-RETA-")][-1:]
+        lines.append(f"packet {i}: {len(frame)} bytes -> hash "
+                     f"{value_text(hashed, hex_=True)}, hash_type "
+                     f"{rss_type_name(observed['hash_type'])}, queue {observed['queue']}"
+                     f" ({', '.join(queue_rules or ['RSS-RETA-005'])})")
         lines += ["  " + event.render() for event in trace]
     return "\n".join(lines)
 

@@ -14,17 +14,25 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 from hypothesis import event
 from hypothesis import strategies as st
 
 from conformance.components import Component
-from conformance.components.driver_xdp import run_on_buffer
+from conformance.components.driver_xdp import (
+    EXPLAIN_PROGRAM,
+    action_name,
+    narrate_ops,
+    run_on_buffer,
+)
+from conformance.components.veth import EXPLAIN_FRAME
 from conformance.components.xdp import PASS_PROGRAM, edge_ops, op_lists
 from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames
 from reference import tun
 from reference.errors import InvalidConfig
 from reference.kernel import resolve_kernel
+from reference.trace import Trace
 
 MAX_FRAME = 1514
 ETH_HLEN = 14
@@ -72,6 +80,50 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 COMPONENT = Component(name="tun", expected=expected, field_rules=_FIELD_RULES)
+
+
+# --- teaching -----------------------------------------------------------------------------
+
+#: ``rx-oracle explain --driver tun --config '{}'``: a tap of the default MTU.
+EXPLAIN_DEFAULTS: dict[str, Any] = {"mtu": 1500}
+
+
+def explain(scenario: Scenario) -> str:
+    """Narrate each frame written to the tap: the buffer ``tun_build_skb`` lays out for it
+    (headroom, ``buflen``, metadata support), each op of the program with its return code
+    (every kfunc -EOPNOTSUPP: tun has no metadata ops) and the verdict.  Without frames
+    one IPv4/TCP frame is written; without a program, the three kfuncs and XDP_PASS."""
+    notes: list[str] = []
+    if not scenario.frames:
+        scenario = attrs.evolve(scenario, frames=(EXPLAIN_FRAME,))
+        notes.append("no capture given: one 54-byte IPv4/TCP frame")
+    if scenario.program is None and not scenario.per_packet_programs:
+        scenario = attrs.evolve(scenario, program=EXPLAIN_PROGRAM)
+        notes.append("no --program given: rx_hash, rx_timestamp, rx_vlan_tag, then XDP_PASS")
+    expected(scenario)  # the frame checks (TUN-BUF-001), as a target is judged
+    kernel = resolve_kernel(scenario.kernel)
+    lines = [*notes, f"tun: tap, MTU {scenario.config.get('mtu', 1500)}, non-blocking "
+                     "writes, no metadata ops (TUN-KF-001)"]
+    kfunc_rules = {name: ("TUN-KF-001",) for name in ("rx_hash", "rx_timestamp", "rx_vlan_tag")}
+    for i, frame in enumerate(scenario.frames):
+        trace = Trace()
+        ops = scenario.program_for(i) or PASS_PROGRAM
+        layout = tun.tun_build_skb_layout(len(frame), kernel)
+        packet, run, _ = run_on_buffer(frame, ops, headroom=layout.headroom,
+                                       frame_sz=layout.frame_sz, meta_valid=layout.meta_valid,
+                                       metadata_ops=tun.TUN_XDP_METADATA_OPS, ctx=None,
+                                       trace=trace)
+        lines.append(f"packet {i}: {len(frame)} bytes -> {action_name(run.action)}, "
+                     f"{packet['len']} bytes after the program (TUN-BUF-001)")
+        lines.append(f"  tun_build_skb -> page fragment, headroom {layout.headroom} "
+                     f"(TUN_RX_PAD {tun.TUN_RX_PAD} + XDP_PACKET_HEADROOM), buflen "
+                     f"{layout.frame_sz}, metadata "
+                     f"{'supported' if layout.meta_valid else 'unsupported'} (TUN-BUF-001)")
+        lines += narrate_ops(ops, run, kfunc_rules)
+        if tun.headroom_exposed(ops, run.records):
+            lines.append("  headroom exposed -> those bytes were never written, the packet's "
+                         "and metadata's values unspecified (TUN-BUF-002)")
+    return "\n".join(lines)
 
 
 @st.composite

@@ -23,17 +23,25 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 from hypothesis import event
 from hypothesis import strategies as st
 
 from conformance.components import Component
-from conformance.components.driver_xdp import run_on_buffer
+from conformance.components.driver_xdp import (
+    EXPLAIN_PROGRAM,
+    action_name,
+    narrate_ops,
+    run_on_buffer,
+)
 from conformance.components.xdp import PASS_PROGRAM, op_lists
 from conformance.observe import matches
+from conformance.readable import value_text, vlan_tci_text
 from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames, ip_frames
 from reference import veth
 from reference.errors import InvalidConfig
+from reference.trace import Trace
 from reference.xdp.buff import XdpBuff
 
 MAX_FRAME = 1500 + veth.ETH_HLEN
@@ -191,6 +199,88 @@ def applied(scenario: Scenario) -> set[str]:
 
 COMPONENT = Component(name="veth", expected=expected, field_rules=_FIELD_RULES,
                       attribute=attribute, applied=applied)
+
+
+# --- teaching -----------------------------------------------------------------------------
+
+#: ``rx-oracle explain --driver veth --config '{}'``: frames sent by the peer's stack
+#: with AF_PACKET, the peer running XDP (so XDP_TX frames have a NAPI to land in).
+EXPLAIN_DEFAULTS: dict[str, Any] = {"path": "skb", "peer_xdp": True}
+
+#: The frame explain sends when the user gives no capture: IPv4/TCP, 54 bytes.
+EXPLAIN_FRAME = bytes.fromhex("0200000000020200000000010800450000280001000040068e93c0000201"
+                              "c633640703e800500000000000000000500220009f6e0000")
+
+#: The driver's rules for each kfunc's answer (VETH-KF-004: veth implements all three).
+_KFUNC_RULES = {"rx_timestamp": ("VETH-KF-001",), "rx_hash": ("VETH-KF-002", "VETH-KF-005"),
+                "rx_vlan_tag": ("VETH-KF-003",)}
+
+
+def _config_text(scenario: Scenario) -> str:
+    cfg = scenario.config
+    tag = cfg.get("oob_vlan")
+    if isinstance(tag, dict):
+        oob = f"{int(tag['proto']):#06x} TCI {vlan_tci_text(int(tag['tci']))}"
+    elif isinstance(tag, list):
+        oob = "per frame"
+    else:
+        oob = "none"
+    return (f"veth: path {cfg.get('path', 'skb')} (frames sent with AF_PACKET), peer XDP "
+            f"{value_text(bool(cfg.get('peer_xdp', True)))}, out-of-band VLAN tag {oob}")
+
+
+def explain(scenario: Scenario) -> str:
+    """Narrate each frame on the receiving end: the skb's copy into a page_pool buffer,
+    each op of the program with its return code (the kfuncs' values and veth's rule for
+    each), the verdict, what an XDP_TX became and what the rx queue counted.  Without
+    frames one IPv4/TCP frame is sent; without a program, the three kfuncs and
+    XDP_PASS."""
+    notes: list[str] = []
+    if not scenario.frames:
+        scenario = attrs.evolve(scenario, frames=(EXPLAIN_FRAME,))
+        notes.append("no capture given: one 54-byte IPv4/TCP frame")
+    if scenario.program is None and not scenario.per_packet_programs:
+        scenario = attrs.evolve(scenario, program=EXPLAIN_PROGRAM)
+        notes.append("no --program given: rx_hash, rx_timestamp, rx_vlan_tag, then XDP_PASS")
+    observed = expected(scenario)  # the checks and the counters, as a target is judged
+    tagged = _tagged(scenario)
+    lines = [*notes, _config_text(scenario)]
+    for i, frame in enumerate(scenario.frames):
+        trace = Trace()
+        ops = scenario.program_for(i) or PASS_PROGRAM
+        skb = veth.VethSkb(frame, **_oob_vlan(scenario, i))
+        layout = veth.veth_convert_skb_to_xdp_buff(skb, trace)
+
+        def ctx(xdp: XdpBuff, skb: veth.VethSkb = skb, headroom: int = layout.headroom
+                ) -> veth.VethXdpBuff:
+            return veth.VethXdpBuff(skb, xdp, headroom)
+
+        packet, run, frame_len = run_on_buffer(
+            frame, ops, headroom=layout.headroom, frame_sz=layout.frame_sz_min,
+            metadata_ops=veth.VETH_XDP_METADATA_OPS, ctx=ctx,
+            trace=Trace())  # each op's rules (narrate_ops prints them op by op)
+        tx = "ok"  # what became of an XDP_TX; the other verdicts never transmit
+        if run.action == veth.XDP_TX:
+            tx = veth.veth_xdp_tx_outcome(frame_len is not None, frame_len or 0,
+                                          peer_napi=bool(scenario.config.get("peer_xdp", True)))
+        lines.append(f"packet {i}: {len(frame)} bytes -> {action_name(run.action)}, "
+                     f"{packet['len']} bytes after the program (VETH-SKB-002)")
+        lines += ["  " + e.render() for e in trace]
+        rules = dict(_KFUNC_RULES)
+        if i in tagged:
+            rules["rx_hash"] = (*rules["rx_hash"], "VETH-KF-007")
+        lines += narrate_ops(ops, run, rules)
+        if veth.headroom_exposed(ops, run.records):
+            lines.append("  headroom exposed -> those bytes are uninitialised, the packet's "
+                         "and metadata's values unspecified (VETH-SKB-003)")
+        if run.action == veth.XDP_TX:
+            lines.append(f"  XDP_TX -> {tx} (VETH-STAT-003)")
+        counted = Trace()
+        veth.account(veth.zero_stats(), "skb", len(frame), run.action, tx, counted)
+        lines += ["  " + e.render() for e in counted]
+    lines.append("rx queue 0 counters (VETH-STAT-001): " + ", ".join(
+        f"{k.removeprefix('rx_queue_0_')}={v}" for k, v in observed["counters"].items()))
+    return "\n".join(lines)
 
 
 # --- strategies ---------------------------------------------------------------------------

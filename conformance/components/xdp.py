@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 from conformance.components import Component
 from conformance.components.kfunc import KFUNCS, _ops
 from conformance.components.kfunc import _result as kfunc_result
+from conformance.readable import config_text
 from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames
 from reference.errors import StateViolation
@@ -212,13 +213,18 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
 
 def explain(scenario: Scenario) -> str:
     """Each packet's trip through the program and the driver's verdict, rule by rule."""
-    lines = []
+    from conformance.components.driver_xdp import narrate_ops
+
+    lines = [f"xdp: generic driver; {config_text(scenario.config)}"]
     for i in range(len(scenario.frames)):
         trace = Trace()
-        observed, _ = _run_packet(scenario, i, trace)
+        observed, run = _run_packet(scenario, i, trace)
+        decided = [e.rule for e in trace if e.rule.startswith("XDP-ACT-")][-1:]
         lines.append(f"packet {i}: {len(scenario.frames[i])} bytes -> {observed['verdict']} "
-                     f"(action {observed['action']}), {observed['len']} bytes after the program")
+                     f"(action {observed['action']}), {observed['len']} bytes after the program"
+                     f" ({', '.join(['XDP-PROG-003', *decided])})")
         lines += ["  " + event.render() for event in trace]
+        lines += narrate_ops(scenario.program_for(i) or PASS_PROGRAM, run, {})[:-1]
     return "\n".join(lines)
 
 

@@ -43,6 +43,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from conformance.components import Component, require
+from conformance.readable import config_text, rc_text
 from conformance.scenario import Scenario
 from reference import packet
 from reference.errors import InvalidConfig
@@ -414,7 +415,9 @@ def explain(scenario: Scenario) -> str:
             detail = {k: v for k, v in r.items() if k not in ("op", "cqes")}
             if "cqes" in r:
                 detail["cqes"] = len(r["cqes"])
-            lines.append(f"  [{i}] {r['op']} {detail}")
+            if isinstance(detail.get("rc"), int):
+                detail["rc"] = rc_text(detail["rc"])
+            lines.append(f"  [{i}] {r['op']}: {config_text(detail)}")
         for e in trace.events:
             if e.rule.startswith(("ZCRX-REFILL", "ZCRX-MP", "ZCRX-SCRUB", "ZCRX-COPY")):
                 lines.append(f"    {e.render()}")
