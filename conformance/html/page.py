@@ -128,15 +128,16 @@ def cited(narration: str, known: Mapping[str, Rule]) -> list[Rule]:
     return [known[rid] for rid in dict.fromkeys(spectrace.ids_in(narration)) if rid in known]
 
 
-def figure(fig: Figure) -> str:
-    return (f"<figure><figcaption><b>{escape(fig.title)}</b> — {escape(fig.caption)}"
-            f"</figcaption>{fig.svg}</figure>")
+def figure(fig: Figure, known: Mapping[str, Rule]) -> str:
+    return (f"<figure><figcaption><b>{escape(fig.title)}</b> — "
+            f"{link_ids(fig.caption, known)}</figcaption>{fig.svg}</figure>")
 
 
 def render(*, component: str, kernel: str, summary: Iterable[str], narration: str,
            figures: Iterable[Figure], known: Mapping[str, Rule]) -> str:
     """The whole document."""
-    rules = cited(narration, known)
+    figures = list(figures)
+    rules = cited("\n".join([narration, *(f.caption for f in figures)]), known)
     facts = "".join(f"<li>{escape(s)}</li>" for s in summary)
     return f"""<!DOCTYPE html>
 <html lang="en">
@@ -157,7 +158,7 @@ it was read from, at the foot of the page.</p>
 </header>
 <main>
 <h2 id="diagrams">State</h2>
-{"".join(figure(f) for f in figures)}
+{"".join(figure(f, known) for f in figures)}
 <h2 id="timeline">Decisions, in order</h2>
 {timeline(narration, known)}
 <h2 id="rules">Rules cited ({len(rules)})</h2>

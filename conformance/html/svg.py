@@ -19,7 +19,7 @@ COLOURS: dict[str, str] = {
     "sw": "#9ecae1",  # owned by software / a CQE to read
     "title": "#fdae6b",  # a compressed session's title CQE
     "mini": "#fdd0a2",  # a mini CQE array
-    "enhanced": "#fd8d3c",  # an enhanced compressed CQE
+    "enhanced": "#e377c2",  # an enhanced compressed CQE
     "covered": "#f2f2f2",  # a slot a session spans but never writes
     "headroom": "#e5f5e0",
     "eth": "#6baed6",
