@@ -89,11 +89,11 @@ def figures(scenario: Scenario) -> list[Figure]:
         svg.text(10, y + 13, f"CPU {cfg.cpu_b} kthread batches", size=11)
         x = 170.0
         kt = sim.cpumap.kthread_traces[seen_kt:]
-        for t in kt:
-            svg.cell(x, y, 70, 18, "gro", f"{t.processed} fr" + (f", {t.drops} drop"
-                                                                 if t.drops else ""),
-                     size=9, tip=f"kthread batch: {t.processed} frames, {t.drops} dropped, "
-                                 f"sched {t.sched}, pass {t.xdp_pass}, drop {t.xdp_drop}")
+        for b in kt:
+            svg.cell(x, y, 70, 18, "gro", f"{b.processed} fr" + (f", {b.drops} drop"
+                                                                 if b.drops else ""),
+                     size=9, tip=f"kthread batch: {b.processed} frames, {b.drops} dropped, "
+                                 f"sched {b.sched}, pass {b.xdp_pass}, drop {b.xdp_drop}")
             x += 74
         if not kt:
             svg.text(x, y + 13, "none", size=10, fill="#777")

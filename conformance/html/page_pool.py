@@ -120,6 +120,7 @@ def figures(scenario: Scenario) -> list[Figure]:
         Figure("The pool at the end",
                f"the alloc cache, the ptr_ring and the pages outside the pool after the "
                f"last event, for the pages the pool handed out at least once (pages bulk-"
-               f"allocated into the cache but never handed out are not drawn); inflight {final['inflight']}, state {final['state']} "
+               f"allocated into the cache but never handed out are not drawn); inflight "
+               f"{final['inflight']}, state {final['state']} "
                "(PP-LEDGER-001)", pool_svg(final)),
     ]
