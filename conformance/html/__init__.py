@@ -13,6 +13,7 @@ the objects it returns; they never change what it does.
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -56,7 +57,8 @@ def _known_rules() -> dict[str, Rule]:
 
 def render(scenario: Scenario, narration: str) -> str:
     """The page for ``scenario`` with the narration the command line printed."""
-    cfg = ", ".join(f"{k}={v}" for k, v in sorted(scenario.config.items())
+    cfg = ", ".join(f"{k}={json.dumps(v, separators=(', ', ': '))}"
+                    for k, v in sorted(scenario.config.items())
                     if k not in ("key", "timestamps")) or "defaults"
     summary = [f"component: {scenario.component}", f"config: {cfg}",
                f"{len(scenario.frames)} frame(s), {len(scenario.events)} event(s)"
