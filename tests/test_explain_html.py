@@ -21,6 +21,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 
@@ -28,6 +30,8 @@ from conformance import cli, html, spectrace
 from conformance.components import registry
 from conformance.html import svg as svgmod
 from conformance.scenario import Scenario
+from conformance.targets.base import NotApplicable
+from reference.errors import OracleError
 
 ROOT = Path(__file__).resolve().parent.parent
 ETH = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
@@ -180,6 +184,23 @@ def test_timeline_is_the_explain_text(component: str) -> None:
         found = plain.find(line, at)
         assert found >= 0, f"missing or out of order: {line!r}"
         at = found + len(line)
+
+
+@pytest.mark.rule("TRACE-001")
+@pytest.mark.parametrize("component", html.DEDICATED)
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_scenario_gets_its_pictures(component: str, data: st.DataObject) -> None:
+    """Whatever the component's own strategy draws (long schedules, refusals, other ring
+    layouts), the page renders and every diagram has shapes in it."""
+    module = importlib.import_module(f"conformance.components.{component}")
+    scenario = data.draw(module.scenarios())
+    try:
+        text = narration_for(scenario)
+    except (NotApplicable, OracleError):
+        return  # explain itself refuses the input; the command line says so, no page
+    p = parse(html.render(scenario, text))
+    assert p.diagrams and all(n > 0 for n in p.diagrams), p.diagrams
 
 
 def _tips(svg_markup: str) -> list[str]:

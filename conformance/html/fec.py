@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from conformance.components import fec as component
-from conformance.html.svg import Figure, Svg
+from conformance.html.svg import Figure, Svg, sample, sampled_note
 from conformance.scenario import Scenario
 from reference.fec.bufdesc import (
     BD_ENET_RX_EMPTY,
@@ -57,12 +57,11 @@ def snapshots(scenario: Scenario) -> list[tuple[str, dict[str, Any]]]:
     events = tuple(scenario.events or component.DEFAULT_EVENTS)
     noop = {"op": "rx", "frames": []}
     out = [("open", component.run(attrs.evolve(scenario, events=(noop,))))]
-    for k, ev in enumerate(events):
+    for k in sample(len(events)):
+        ev = events[k]
         obs = component.run(attrs.evolve(scenario, events=(noop, *events[: k + 1])))
         detail = ",".join(f"{a}={b}" for a, b in ev.items() if a != "op")
         out.append((f"{k}: {ev['op']}" + (f" {detail}" if detail else ""), obs))
-        if ev["op"] == "close":
-            break
     return out
 
 
@@ -113,5 +112,6 @@ def figures(scenario: Scenario) -> list[Figure]:
         "each row is the ring after one more event (FEC-BD-006): the MAC fills a slot and "
         "clears E (FEC-DEV-005); NAPI walks from the current slot while E is clear "
         "(FEC-RX-002) and re-arms each slot with E (FEC-RX-003), with the same page when "
-        "it was recycled or dropped, or a fresh one when the page went up the stack",
+        "it was recycled or dropped, or a fresh one when the page went up the stack"
+        + sampled_note(len(scenario.events or component.DEFAULT_EVENTS)),
         svg.markup())]

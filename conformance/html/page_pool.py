@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from conformance.components import page_pool as component
-from conformance.html.svg import Figure, Svg
+from conformance.html.svg import Figure, Svg, sample, sampled_note
 from conformance.scenario import Scenario
 from reference.trace import Trace
 
@@ -46,9 +46,9 @@ def narrate(scenario: Scenario) -> str:
 def history(scenario: Scenario) -> list[tuple[str, dict[str, Any]]]:
     """(event label, observables) after each event."""
     out = []
-    for k, ev in enumerate(scenario.events):
+    for k in sample(len(scenario.events)):
         obs = component.expected(attrs.evolve(scenario, events=scenario.events[: k + 1]))
-        out.append((f"{k}:{ev['op']}", obs))
+        out.append((f"{k}:{scenario.events[k]['op']}", obs))
     return out
 
 
@@ -116,7 +116,8 @@ def figures(scenario: Scenario) -> list[Figure]:
                "from the alloc cache (PP-ALLOC-001), refilling it from the ptr_ring "
                "(PP-ALLOC-003) or the page allocator (PP-ALLOC-004); a put drops a "
                "reference (PP-RECYCLE-001) and recycles into the cache from the owning "
-               "context (PP-RECYCLE-002) or else into the ring", timeline_svg(steps)),
+               "context (PP-RECYCLE-002) or else into the ring"
+               + sampled_note(len(scenario.events)), timeline_svg(steps)),
         Figure("The pool at the end",
                f"the alloc cache, the ptr_ring and the pages outside the pool after the "
                f"last event, for the pages the pool handed out at least once (pages bulk-"

@@ -49,6 +49,23 @@ COLOURS: dict[str, str] = {
 }
 
 
+#: The most snapshots a picture draws; a longer schedule is sampled evenly, last step kept.
+MAX_STEPS = 32
+
+
+def sample(n: int, limit: int = MAX_STEPS) -> list[int]:
+    """Indices of the steps to draw out of ``n``: all of them, or ``limit`` spread evenly
+    with the last one always in (the state the run ends in)."""
+    if n <= limit:
+        return list(range(n))
+    return sorted({(i * (n - 1)) // (limit - 1) for i in range(limit)})
+
+
+def sampled_note(n: int, limit: int = MAX_STEPS) -> str:
+    return "" if n <= limit else (f" ({limit} of the {n} events are drawn, evenly spaced, "
+                                  "the last one included)")
+
+
 def colour(kind: str) -> str:
     return COLOURS.get(kind, COLOURS["other"])
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import attrs
 
 from conformance.components import zcrx as component
-from conformance.html.svg import Figure, Svg
+from conformance.html.svg import Figure, Svg, sample, sampled_note
 from conformance.scenario import Scenario
 from reference.zcrx import ZcrxEngine
 from reference.zcrx.recv import Skb
@@ -59,7 +59,8 @@ def owners(engine: ZcrxEngine) -> list[str]:
 def _steps(scenario: Scenario) -> tuple[str, list[tuple[str, ZcrxEngine]]]:
     if scenario.events:
         out = [("registered", ZcrxEngine(component.config_of(scenario)))]
-        for k, ev in enumerate(scenario.events):
+        for k in sample(len(scenario.events)):
+            ev = scenario.events[k]
             engine, _ = component.simulate(attrs.evolve(scenario,
                                                         events=scenario.events[: k + 1]))
             out.append((f"{k}: {ev['op']}", engine))
@@ -109,7 +110,8 @@ def figures(scenario: Scenario) -> list[Figure]:
                "owner: the provider refills the pool from the refill ring, then from the "
                "freelist (ZCRX-MP-003) and releases back to it (ZCRX-MP-004); a CQE gives "
                "the user a reference until a refill entry returns it (ZCRX-OWN-001, "
-               "ZCRX-REFILL-003). " + ("One row block per event." if mode == "event" else
+               "ZCRX-REFILL-003). " + ("One row block per event" + sampled_note(
+                   len(scenario.events)) + "." if mode == "event" else
                                        "The bulk stream explain narrates: after "
                                        "registration and after the stream."))
     return [Figure("zcrx area and niov ownership", caption, svg.markup())]
