@@ -228,6 +228,25 @@ def test_mlx5_ring_draws_a_basic_session_as_the_rule_lays_it_out() -> None:
     assert "owner bit 0" in tips[0]
 
 
+@pytest.mark.rule("MLX5-COMP-003")
+def test_mlx5_ring_draws_enhanced_compressed_cqes_as_the_rule_lays_them_out() -> None:
+    """The same frames, enhanced: a plain CQE (the title), then compressed CQEs of at most
+    seven packets, each spanning one counter per packet."""
+    import attrs
+
+    from conformance.html import mlx5
+
+    basic = scenario_for("mlx5")
+    scenario = attrs.evolve(basic, config={**basic.config, "compression": "enhanced"})
+    tips = {int(m.group(1)): t for t in _tips(mlx5.figures(scenario)[0].svg)
+            if (m := re.match(r"slot (\d+) ", t))}
+    assert "CQE of frame 0:" in tips[0] and "CQE of frame 12:" in tips[12]
+    assert "enhanced compressed CQE: 7 mini CQEs (frames 1,2,3,4,5,6,7)" in tips[1]
+    assert "enhanced compressed CQE: 4 mini CQEs (frames 8,9,10,11)" in tips[8]
+    assert "enhanced compressed CQE: 2 mini CQEs (frames 13,14)" in tips[13]
+    assert all("not written" in tips[s] for s in (*range(2, 8), 9, 10, 11, 14))
+
+
 @pytest.mark.rule("CPUMAP-ENQ-001", "CPUMAP-KT-001")
 def test_cpumap_shows_bulks_and_batches_of_eight() -> None:
     from conformance.html import cpumap

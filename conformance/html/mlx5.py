@@ -69,7 +69,11 @@ def layout(device: Mlx5Device, first: int, last: int) -> dict[int, Slot]:
                                + ", ".join(str(c.cqe.byte_cnt) for c in chunk) + ")")
         else:
             out[counter] = Slot("enhanced", f"E×{n}", f"enhanced compressed CQE: {n} mini "
-                                f"CQEs (frames {_frames(unit)}); opcode nibble = {n - 1}")
+                                f"CQEs (frames {_frames(unit)}); opcode nibble = {n - 1}; "
+                                "its title is the plain CQE read just before it")
+            for k in range(1, n):
+                out[counter + k] = Slot("covered", "", "spanned by the compressed CQE, not "
+                                        "written")
         counter += n
     return out
 
@@ -150,6 +154,7 @@ def figures(scenario: Scenario) -> list[Figure]:
                "runs of identical-looking completions become sessions (MLX5-COMP-001): a "
                "basic session is a title CQE with mini arrays at +1, +8, +16 "
                "(MLX5-COMP-002), an enhanced one a single slot of up to seven mini CQEs "
+               "whose title is the plain CQE before it; both span one counter per packet "
                "(MLX5-COMP-003). cc: the driver's consumer counter, pc: the device's "
                "producer counter.", before),
         Figure("CQ ring, after the driver drained it",
