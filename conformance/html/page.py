@@ -53,8 +53,6 @@ section.rule p { margin: 0.3em 0; font-size: 0.92em; white-space: pre-wrap; }
 code { background: #f0f0f0; padding: 0 2px; border-radius: 2px; }
 """
 
-_TRACE_LINE = re.compile(r"^(?P<id>[A-Z][A-Z0-9-]+-[0-9]{3})\s{2,}")
-
 
 @attrs.frozen
 class Step:
