@@ -26,7 +26,13 @@ import pytest
 from conformance import plugin, spec_cmd
 from conformance import serve as serve_cli
 from conformance.mutation import cli as mutate_cli
-from conformance.usage import UsageError, check_kernel, check_target, check_timeout
+from conformance.usage import (
+    UsageError,
+    check_kernel,
+    check_output_file,
+    check_target,
+    check_timeout,
+)
 from reference import __version__
 
 EXIT_OK, EXIT_NONCONFORMANT, EXIT_ERROR = 0, 1, 2
@@ -65,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="the scenario's events as JSON text, or @FILE (see PROTOCOL.md)")
     e.add_argument("--kernel", default=None, metavar="VERSION",
                    help="the kernel version to narrate for (default: the newest, 7.3)")
+    e.add_argument("--html", type=Path, default=None, metavar="OUT.html",
+                   help="also write one self-contained page: the decisions as a timeline "
+                        "linked to their rules, and diagrams of the state")
 
     r = sub.add_parser("replay", help="run one scenario (JSON) on a target and compare")
     r.add_argument("scenario", help="the scenario as JSON text, or @FILE")
@@ -377,6 +386,10 @@ def explain(args: argparse.Namespace) -> int:
                          f"known: {', '.join(_components())}")
     module = importlib.import_module(f"conformance.components.{args.driver}")
     narrate = getattr(module, "explain", None)
+    if narrate is None and args.html is not None:
+        from conformance import html
+
+        narrate = html.narrator(module)
     if narrate is None:
         raise UsageError(f"--driver {args.driver}: has no explain yet")
     config = _json_arg("--config", args.config)
@@ -401,6 +414,7 @@ def explain(args: argparse.Namespace) -> int:
     except InputError as exc:
         raise UsageError(str(exc)) from None
     check_kernel(args.kernel)
+    check_output_file("--html", args.html)
     doc: dict[str, Any] = {"component": args.driver, "config": config,
                            "frames": [f.hex() for f in frames], "events": events,
                            "kernel": kernel_used(args.kernel)}
@@ -414,7 +428,13 @@ def explain(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     print(f"kernel: {scenario.kernel}")
     try:
-        print(narrate(scenario))
+        text = narrate(scenario)
+        print(text)
+        if args.html is not None:
+            from conformance import html
+
+            html.write(args.html, scenario, text)
+            print(f"wrote {args.html}")
     except NotApplicable as exc:
         print(f"rx-oracle: not applicable for kernel {scenario.kernel}: {exc}", file=sys.stderr)
         return EXIT_ERROR

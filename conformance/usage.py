@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import math
+import os
 from pathlib import Path
 
 
@@ -40,6 +41,9 @@ def check_output_file(option: str, path: Path | None) -> None:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise UsageError(f"{option} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists()
+                                                    and not os.access(path, os.W_OK)):
+        raise UsageError(f"{option} {path}: not writable")
 
 
 def check_output_dir(option: str, path: Path | None) -> None:
