@@ -86,9 +86,14 @@ def _ints(value: Any, n: int, field: str) -> tuple[int, ...]:
 
 
 def config_of(scenario: Scenario) -> EngineConfig:
-    """The model's configuration of a scenario (see the module docstring).  Version gate
-    ZCRX-REG-001: the model describes v7.0's zcrx; earlier kernels are not applicable."""
-    require(scenario, "ZCRX-REG-001", "io_uring zcrx with rx_buf_len")
+    """The model's configuration of a scenario (see the module docstring).  Version gates:
+    ZCRX-REG-001, zcrx exists (v6.15; 6.12 is not applicable); ZCRX-BUFLEN-001, the data
+    path (events) is described as of v7.0 only, so a scenario with events is not
+    applicable before; registration alone follows the registration gates of the
+    scenario's kernel (6.18: no rx_buf_len, no flags, no event descriptor)."""
+    kernel = require(scenario, "ZCRX-REG-001", "io_uring zcrx")
+    if scenario.events:
+        require(scenario, "ZCRX-BUFLEN-001", "the zcrx data path")
     cfg = scenario.config
     for knob in UNMERGED_KNOBS:
         if knob in cfg:
@@ -131,6 +136,7 @@ def config_of(scenario: Scenario) -> EngineConfig:
                             linear_payload=int(dev.get("linear_payload", 0))),
         cq_entries=int(cfg.get("cq_entries", 4096)),
         pool_size=int(cfg.get("pool_size", 1024)),
+        kernel=kernel,
     )
 
 
