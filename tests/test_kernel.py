@@ -16,8 +16,8 @@ from conformance.components import mlx5 as mlx5_component
 from conformance.scenario import Scenario
 from conformance.targets.base import NotApplicable
 from reference import page_pool as pp
-from reference.errors import InvalidConfig
 from reference.cpumap import CpuMap
+from reference.errors import InvalidConfig
 from reference.kernel import (
     DEFAULT_KERNEL,
     GATES,

@@ -65,7 +65,9 @@ from reference.zcrx import (
 from reference.zcrx.register import UNMERGED_KNOBS, errno_name
 from reference.zcrx.scenario import MIB, counts_of, run_stream, stream_counts
 from reference.zcrx.uapi import (
+    IORING_SETUP_CLAMP,
     IORING_SETUP_CQE32,
+    IORING_SETUP_CQE_MIXED,
     IORING_SETUP_DEFER_TASKRUN,
     IORING_ZCRX_AREA_DMABUF,
     ZCRX_REG_NODEV,
@@ -517,6 +519,39 @@ FAULTS: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
+#: ZCRX-REG-012: veth as the model sees it: no DMA device, no queue management ops, one
+#: RX queue (what the ``zcrx-live`` target registers against).
+VETH_NETDEV: dict[str, Any] = {"has_dma_dev": False, "queue_mgmt_ops": False,
+                               "real_num_rx_queues": 1, "tcp_data_split": False}
+USER_REGION_ADDR = 0x3F00_0000_0000
+#: Registrations that matter on a device without a DMA device (veth): what veth stops
+#: (ZCRX-REG-012), rounding seen through the region size, the region's own checks with
+#: real user memory, 32-byte CQEs by CQE_MIXED, a word that is reserved before v7.0.
+VETH_FAULTS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("ZCRX-REG-012", {}),
+    ("ZCRX-REG-012", {"reg": {"if_rxq": 5}}),
+    ("ZCRX-REG-012", {"area": {"len": 0}}),
+    ("ZCRX-REG-012", {"area": {"addr": 0}}),
+    ("ZCRX-REG-002", {"setup_flags": IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_CQE_MIXED}),
+    ("ZCRX-REG-003", {"reg": {"rx_buf_len": 4096}}),
+    ("ZCRX-REG-006", {"reg": {"rq_entries": 250}}),
+    ("ZCRX-REG-006", {"reg": {"rq_entries": 128}}),
+    ("ZCRX-REG-006", {"setup_flags": DEFAULT_FLAGS | IORING_SETUP_CLAMP,
+                      "reg": {"rq_entries": 40000}}),
+    ("ZCRX-REG-006", {"setup_flags": DEFAULT_FLAGS | IORING_SETUP_CLAMP,
+                      "reg": {"rq_entries": 40000}, "region": {"size": 528384}}),
+    ("ZCRX-REG-009", {"region": {"resv": [0, 0, 0, 1]}}),
+    ("ZCRX-REG-009", {"region": {"mmap_offset": 4096}}),
+    ("ZCRX-REG-009", {"region": {"size": 0}}),
+    ("ZCRX-REG-009", {"region": {"flags": 2}}),
+    ("ZCRX-REG-009", {"region": {"user_addr": USER_REGION_ADDR}}),
+    ("ZCRX-REG-009", {"region": {"size": (1 << 43) + 4096}}),
+    ("ZCRX-REG-009", {"region": {"flags": 1, "user_addr": USER_REGION_ADDR}}),
+    ("ZCRX-REG-009", {"region": {"flags": 1, "user_addr": USER_REGION_ADDR + 8}}),
+    ("ZCRX-REG-010", {"netdev": None, "reg": {"if_idx": 9}}),
+)
+
+
 def _merge(base: dict[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for k, v in patch.items():
@@ -541,6 +576,12 @@ def registration_configs(draw: st.DrawFn) -> dict[str, Any]:
         "region": {"size": region},
         "netdev": {"qcfg_rx_page_size": qcfg},
     }
+    if draw(st.integers(0, 3)) == 0:
+        # A device without a DMA device (veth, ZCRX-REG-012): what a live kernel can host.
+        config["netdev"] = dict(VETH_NETDEV)
+        if draw(st.booleans()):
+            _, patch = draw(st.sampled_from(VETH_FAULTS))
+            return _merge(config, patch)
     if draw(st.integers(0, 3)) > 0:
         # One fault at a time, so each reaches the check it is aimed at.
         _, patch = draw(st.sampled_from(FAULTS))
@@ -565,6 +606,16 @@ def fault_scenarios() -> list[Scenario]:
                             "netdev": {"qcfg_rx_page_size": False}}
     return [Scenario(component="zcrx", config=_merge(base, patch), rules=(rule,))
             for rule, patch in FAULTS]
+
+
+def veth_fault_scenarios() -> list[Scenario]:
+    """ZCRX-REG-012: every entry of :data:`FAULTS` and :data:`VETH_FAULTS` on veth (a
+    device without a DMA device): what the ``zcrx-live`` target can put to the kernel."""
+    base: dict[str, Any] = {"reg": {"rq_entries": 64, "rx_buf_len": 0},
+                            "area": {"len": 64 * 1024}, "region": {"size": 4096},
+                            "netdev": dict(VETH_NETDEV)}
+    return [Scenario(component="zcrx", config=_merge(base, patch), rules=(rule,))
+            for rule, patch in FAULTS + VETH_FAULTS]
 
 
 def _refill_entry(draw: st.DrawFn) -> dict[str, Any]:
