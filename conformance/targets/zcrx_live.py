@@ -28,6 +28,7 @@ on veth the area is never looked at (ZCRX-REG-012).
 from __future__ import annotations
 
 import errno
+import os
 import platform
 from collections.abc import Mapping
 from typing import Any
@@ -57,8 +58,9 @@ class ZcrxLiveTarget:
             raise TargetUnavailable(reason)
         netns.sweep()
         try:
-            self.netns = netns.create("z")
-            self.peer_netns = netns.create("y")
+            first, second = _free_letters()
+            self.netns = netns.create(first)
+            self.peer_netns = netns.create(second)
             netns.ip("link", "add", "rxozv0", "index", str(VETH_IFINDEX), "type", "veth",
                      "peer", "name", "rxozv1", "netns", self.peer_netns, netns=self.netns)
         except OSError as exc:
@@ -90,7 +92,10 @@ class ZcrxLiveTarget:
         mappings: list[io_uring.Mapping] = []
         try:
             region = cfg.region
-            if region.flags & 1 and region.user_addr:  # IORING_MEM_REGION_TYPE_USER
+            # IORING_MEM_REGION_TYPE_USER: the memory must exist, unless the range wraps
+            # past 2^64 (no memory can be there; ZCRX-REG-009 refuses it first).
+            if region.flags & 1 and region.user_addr and \
+                    region.user_addr + region.size <= 1 << 64:
                 m = io_uring.map_at(region.user_addr, max(region.size, 1))
                 if m is None:
                     raise NotApplicable(f"region memory at {region.user_addr:#x} cannot be "
@@ -130,6 +135,18 @@ class ZcrxLiveTarget:
             if name:
                 netns.delete(name)
                 setattr(self, attr, None)
+
+
+def _free_letters() -> tuple[str, str]:
+    """Two namespace letters no target of this process uses yet (from the end of the
+    alphabet: the veth and tun targets take theirs from the start)."""
+    from conformance.live import netns
+
+    taken = set(os.listdir(netns.NETNS_DIR)) if os.path.isdir(netns.NETNS_DIR) else set()
+    free = [c for c in "zyxwvutsrq" if netns.name_for(c) not in taken]
+    if len(free) < 2:
+        raise OSError("no free namespace letters left in this process")
+    return free[0], free[1]
 
 
 def _check_device(netdev: Mapping[str, Any] | None, if_idx: int) -> None:
