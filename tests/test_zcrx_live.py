@@ -51,8 +51,8 @@ def _kernel() -> str:
 
 def _both(target, config: dict[str, Any]) -> tuple[int, int]:  # type: ignore[no-untyped-def]
     """(the kernel's rc, the model's rc for the running kernel) for one registration."""
-    base: dict[str, Any] = {"reg": {"rq_entries": 64}, "area": {"len": 65536}, "region": {"size": 4096},
-            "netdev": dict(zcrx.VETH_NETDEV)}
+    base: dict[str, Any] = {"reg": {"rq_entries": 64}, "area": {"len": 65536},
+                            "region": {"size": 4096}, "netdev": dict(zcrx.VETH_NETDEV)}
     scenario = Scenario(component="zcrx", config=zcrx._merge(base, config), kernel=_kernel())
     live = target.run(scenario)["register"]["rc"]
     model = zcrx.COMPONENT.expected(scenario)["register"]["rc"]
