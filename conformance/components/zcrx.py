@@ -62,7 +62,7 @@ from reference.zcrx import (
     ZcrxEngine,
     mss_stream,
 )
-from reference.zcrx.register import UNMERGED_KNOBS, errno_name
+from reference.zcrx.register import UNMERGED_KNOBS, VETH, errno_name
 from reference.zcrx.scenario import MIB, counts_of, run_stream, stream_counts
 from reference.zcrx.uapi import (
     IORING_SETUP_CLAMP,
@@ -521,8 +521,10 @@ FAULTS: tuple[tuple[str, dict[str, Any]], ...] = (
 
 #: ZCRX-REG-012: veth as the model sees it: no DMA device, no queue management ops, one
 #: RX queue (what the ``zcrx-live`` target registers against).
-VETH_NETDEV: dict[str, Any] = {"has_dma_dev": False, "queue_mgmt_ops": False,
-                               "real_num_rx_queues": 1, "tcp_data_split": False}
+VETH_NETDEV: dict[str, Any] = {"has_dma_dev": VETH.has_dma_dev,
+                               "queue_mgmt_ops": VETH.queue_mgmt_ops,
+                               "real_num_rx_queues": VETH.real_num_rx_queues,
+                               "tcp_data_split": VETH.tcp_data_split}
 USER_REGION_ADDR = 0x3F00_0000_0000
 #: Registrations that matter on a device without a DMA device (veth): what veth stops
 #: (ZCRX-REG-012), rounding seen through the region size, the region's own checks with

@@ -115,6 +115,14 @@ class NetdevModel:
     max_rx_page_size: int = BNXT_MAX_RX_PAGE_SIZE
 
 
+#: ZCRX-REG-012: veth (like every software device without a parent) as the registration
+#: sees it: no DMA device for its queues, no queue management ops, one RX queue, no
+#: header/data split.  Registration stops at ZCRX-REG-010's DMA device check
+#: (-EOPNOTSUPP), before the area, the buffer length or the queue is looked at.
+VETH = NetdevModel(has_dma_dev=False, queue_mgmt_ops=False, real_num_rx_queues=1,
+                   tcp_data_split=False)
+
+
 @attrs.frozen
 class AreaMemory:
     """What backs the area (device-model assumption, ZCRX-BUFLEN-003).
@@ -289,6 +297,7 @@ def register_zcrx(ctx: RingCtx, reg: IoUringZcrxIfqReg, area: IoUringZcrxAreaReg
         if netdev is None or netdev.ifindex != reg.if_idx:
             return fail(-errno.ENODEV, "ZCRX-REG-010", "no device with that if_idx")
         if not netdev.has_dma_dev:
+            # ZCRX-REG-012: this is where veth and every parentless device stop.
             return fail(-errno.EOPNOTSUPP, "ZCRX-REG-010", "device has no DMA device")
         emit(trace, "ZCRX-REG-010", "device and DMA device found", if_idx=reg.if_idx)
     has_dev = not nodev
