@@ -578,12 +578,6 @@ def registration_configs(draw: st.DrawFn) -> dict[str, Any]:
         "region": {"size": region},
         "netdev": {"qcfg_rx_page_size": qcfg},
     }
-    if draw(st.integers(0, 3)) == 0:
-        # A device without a DMA device (veth, ZCRX-REG-012): what a live kernel can host.
-        config["netdev"] = dict(VETH_NETDEV)
-        if draw(st.booleans()):
-            _, patch = draw(st.sampled_from(VETH_FAULTS))
-            return _merge(config, patch)
     if draw(st.integers(0, 3)) > 0:
         # One fault at a time, so each reaches the check it is aimed at.
         _, patch = draw(st.sampled_from(FAULTS))

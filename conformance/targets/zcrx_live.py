@@ -17,8 +17,11 @@ zcrx queue, ZCRX-REG-012): those fields and every ``events``/``refills``/``final
 ``counts``/``ledger`` field are declared outside ``reports``, so they show as not checked.
 
 Not applicable, by design (never a pass): scenarios with events (a data path); a device
-with a DMA device (``netdev.has_dma_dev``: veth has none, and the outcome after
-ZCRX-REG-010 depends on nothing else); a device index other than veth's; an ``if_idx``
+that is not the model's veth (``reference.zcrx.register.VETH``: no DMA device, no queue
+management ops, one RX queue, no header/data split), so that only the registration
+property written for veth (whose marker names the rules veth decides) runs here and the
+area, buffer-length and queue rules never pass on a kernel that cannot reach them; a
+device index other than veth's; an ``if_idx``
 that is the loopback's or veth's while the scenario says it names nothing; ring flags the
 kernel refuses at setup; a user region whose memory this process cannot map where the
 scenario puts it.  The area's memory is mapped where the scenario puts it when possible;
@@ -36,6 +39,7 @@ from typing import Any
 from conformance.scenario import Scenario
 from conformance.targets.base import Capabilities, NotApplicable, TargetError, TargetUnavailable
 from reference.errors import OracleError
+from reference.zcrx.register import VETH, NetdevModel
 
 #: veth's index in the run's namespace (the model's ``NetdevModel.ifindex`` default).
 VETH_IFINDEX = 2
@@ -160,6 +164,10 @@ def _check_device(netdev: Mapping[str, Any] | None, if_idx: int) -> None:
     if netdev.get("has_dma_dev", True):
         raise NotApplicable("the scenario's device has a DMA device; the live device is veth, "
                             "which has none (ZCRX-REG-012)")
+    defaults = NetdevModel()
+    for field in ("queue_mgmt_ops", "real_num_rx_queues", "tcp_data_split"):
+        if netdev.get(field, getattr(defaults, field)) != getattr(VETH, field):
+            raise NotApplicable(f"the scenario's device is not veth ({field}; ZCRX-REG-012)")
     if int(netdev.get("ifindex", VETH_IFINDEX)) != VETH_IFINDEX:
         raise NotApplicable(f"the live veth has ifindex {VETH_IFINDEX}")
     if if_idx != VETH_IFINDEX and if_idx == LOOPBACK_IFINDEX:
