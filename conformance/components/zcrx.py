@@ -551,6 +551,12 @@ VETH_FAULTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("ZCRX-REG-009", {"region": {"flags": 1, "user_addr": USER_REGION_ADDR}}),
     ("ZCRX-REG-009", {"region": {"flags": 1, "user_addr": USER_REGION_ADDR + 8}}),
     ("ZCRX-REG-010", {"netdev": None, "reg": {"if_idx": 9}}),
+    # Two faults: the kernel's order decides which errno wins.
+    ("ZCRX-REG-001", {"cap_net_admin": False, "setup_flags": IORING_SETUP_CQE32}),
+    ("ZCRX-REG-006", {"reg": {"rq_entries": 40000}, "region": {"flags": 1}}),
+    ("ZCRX-REG-008", {"region": {"size": 1024}, "netdev": None, "reg": {"if_idx": 9}}),
+    ("ZCRX-REG-009", {"region": {"id": 1}, "netdev": None, "reg": {"if_idx": 9}}),
+    ("ZCRX-REG-009", {"region": {"resv": [1, 0, 0, 0], "flags": 1}}),
 )
 
 
