@@ -610,6 +610,60 @@ def fault_scenarios() -> list[Scenario]:
             for rule, patch in FAULTS]
 
 
+@st.composite
+def veth_registration_configs(draw: st.DrawFn) -> dict[str, Any]:
+    """ZCRX-REG-012: a registration on veth with any mix of the faults decided before the
+    device (ring flags, privilege, reserved words, flags, ring size, region descriptor,
+    device index), so the kernel's order between them is exercised, not one at a time.
+    (No ``ZCRX_REG_IMPORT`` and no ``event_desc``: the model refuses those on kernels
+    that know them.)"""
+    page = 4096
+    flags = draw(st.sampled_from([
+        DEFAULT_FLAGS, DEFAULT_FLAGS, IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_CQE_MIXED,
+        DEFAULT_FLAGS | IORING_SETUP_CLAMP, IORING_SETUP_CQE32, IORING_SETUP_DEFER_TASKRUN]))
+    reg: dict[str, Any] = {
+        "rq_entries": draw(st.one_of(st.sampled_from([0, 1, 64, 250, 256, 32768, 40000]),
+                                     st.integers(1, 70000))),
+        "if_rxq": draw(st.sampled_from([0, 0, 0, 3, 0xFFFF_FFFF])),
+        "flags": draw(st.sampled_from([0, 0, 0, 0, ZCRX_REG_NODEV, 4])),
+        "rx_buf_len": draw(st.sampled_from([0, 0, 0, 4096, 8192])),
+        "zcrx_id": draw(st.sampled_from([0, 0, 0, 0, 1])),
+        "resv": draw(st.sampled_from([[0, 0], [0, 0], [0, 0], [0, 0], [0, 1]])),
+    }
+    region: dict[str, Any] = {
+        "size": draw(st.sampled_from([0, 1024, page, page, 2 * page, 8192 + 64, 528384])),
+        "id": draw(st.sampled_from([0, 0, 0, 0, 0, 1])),
+        "mmap_offset": draw(st.sampled_from([0, 0, 0, 0, 0, page])),
+        "resv": draw(st.sampled_from([[0, 0, 0, 0]] * 5 + [[0, 0, 1, 0]])),
+    }
+    kind = draw(st.sampled_from(["kernel", "kernel", "user", "user+8", "flag-only",
+                                 "addr-only", "flags2"]))
+    if kind.startswith("user"):
+        region["flags"] = 1
+        region["user_addr"] = USER_REGION_ADDR + (8 if kind == "user+8" else 0)
+    elif kind == "flag-only":
+        region["flags"] = 1
+    elif kind == "addr-only":
+        region["user_addr"] = USER_REGION_ADDR
+    elif kind == "flags2":
+        region["flags"] = 2
+    config: dict[str, Any] = {
+        "setup_flags": flags, "cap_net_admin": draw(st.sampled_from([True] * 7 + [False])),
+        "reg": reg, "region": region, "area": {"len": 64 * 1024},
+        "netdev": dict(VETH_NETDEV),
+    }
+    if draw(st.integers(0, 5)) == 0:
+        config["netdev"] = None
+        reg["if_idx"] = draw(st.sampled_from([0, 9, 77]))
+    return config
+
+
+@st.composite
+def veth_registration_scenarios(draw: st.DrawFn) -> Scenario:
+    return Scenario(component="zcrx", config=draw(veth_registration_configs()),
+                    rules=("ZCRX-REG-012",))
+
+
 def veth_fault_scenarios() -> list[Scenario]:
     """ZCRX-REG-012: every entry of :data:`FAULTS` and :data:`VETH_FAULTS` on veth (a
     device without a DMA device): what the ``zcrx-live`` target can put to the kernel."""

@@ -78,6 +78,17 @@ def test_zcrx_registration_on_veth(rx_target: TargetSession, scenario: Scenario)
     check(rx_target, scenario, COMPONENT)
 
 
+@pytest.mark.rule("ZCRX-REG-001", "ZCRX-REG-002", "ZCRX-REG-003", "ZCRX-REG-004",
+                  "ZCRX-REG-005", "ZCRX-REG-006", "ZCRX-REG-008", "ZCRX-REG-009",
+                  "ZCRX-REG-010", "ZCRX-REG-012")
+@given(scenario=zcrx.veth_registration_scenarios())
+def test_zcrx_registration_on_veth_with_mixed_faults(rx_target: TargetSession,
+                                                     scenario: Scenario) -> None:
+    """ZCRX-REG-012: several faults at once on veth; the errno is the first check's in the
+    kernel's order (the ``zcrx-live`` target answers these too)."""
+    check(rx_target, scenario, COMPONENT)
+
+
 @pytest.mark.rule("ZCRX-CQE-001", "ZCRX-CQE-002", "ZCRX-CQE-003", "ZCRX-CQE-004",
                   "ZCRX-CQE-005", "ZCRX-COPY-001", "ZCRX-COPY-002", "ZCRX-COPY-003",
                   "ZCRX-COPY-004", "ZCRX-REFILL-007", "ZCRX-REFILL-001", "ZCRX-REFILL-002",
