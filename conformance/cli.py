@@ -93,7 +93,7 @@ def _suite_options(c: argparse.ArgumentParser) -> None:
     c.add_argument("--target", default="reference",
                    help="implementation under test: reference (default), "
                         "python:MODULE:OBJECT, exec:COMMAND, fixtures:DIR, "
-                        "veth, tun, iface:NAME[,peer=PEER] (live kernel, root)")
+                        "veth, tun, iface:NAME[,peer=PEER], zcrx-live (live kernel, root)")
     c.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="per-request timeout for exec targets (default 10)")
     c.add_argument("--kernel", default=None, metavar="VERSION",

@@ -17,6 +17,7 @@ from conformance.scenario import Scenario
 from conformance.targets.base import NotApplicable
 from reference import page_pool as pp
 from reference.cpumap import CpuMap
+from reference.errors import InvalidConfig
 from reference.kernel import (
     DEFAULT_KERNEL,
     GATES,
@@ -279,9 +280,11 @@ def test_gates_without_an_earlier_model_are_not_applicable() -> None:
     """zcrx before v7.0 (795663b4d160), the cpumap kthread before GRO (6.12), the mlx5
     handlers before the per-RQ buffer (b66b76a82c88, 6.12.57) and the XDP_PASS skb fix
     (afd5ba577c10): the model makes no prediction there."""
-    z = Scenario(component="zcrx", kernel="6.18")
+    z = Scenario(component="zcrx", kernel="6.18", events=({"op": "reap"},))
     with pytest.raises(NotApplicable, match="795663b4d160"):
         zcrx.COMPONENT.expected(z)
+    with pytest.raises(NotApplicable, match="ZCRX-REG-001"):
+        zcrx.COMPONENT.expected(Scenario(component="zcrx", kernel="6.12"))
     with pytest.raises(NotApplicable, match="CPUMAP-KT-004"):
         cpumap.COMPONENT.expected(Scenario(component="cpumap", kernel="6.12",
                                            events=({"op": "rx", "n": 1},)))
@@ -291,3 +294,26 @@ def test_gates_without_an_earlier_model_are_not_applicable() -> None:
         mlx5_component.COMPONENT.expected(m)
     cpumap.COMPONENT.expected(Scenario(component="cpumap", kernel="6.18",
                                        events=({"op": "rx", "n": 1},)))
+
+
+@pytest.mark.rule("ZCRX-REG-001", "ZCRX-BUFLEN-001", "ZCRX-REG-003", "ZCRX-REG-004",
+                  "ZCRX-REG-007", "ZCRX-REG-011")
+def test_gates_zcrx_registration_6_18_against_7_3() -> None:
+    """6.18 registers zcrx (v6.15) but has no rx_buf_len (795663b4d160), no flags and no
+    event descriptor: those words are reserved, -EINVAL; 7.3 reads them."""
+    def reg(kernel: str, **fields: int) -> dict[str, object]:
+        config = {"reg": {"rq_entries": 64, **fields}, "area": {"len": 65536},
+                  "region": {"size": 4096}}
+        obs = zcrx.COMPONENT.expected(Scenario(component="zcrx", config=config,
+                                               kernel=kernel))
+        return dict(obs["register"])
+    assert reg("6.18")["rc"] == reg("7.3")["rc"] == 0
+    assert reg("6.18")["rx_buf_len"] == 0 and reg("7.3")["rx_buf_len"] == 4096
+    assert reg("6.18", rx_buf_len=4096)["rc"] == -errno.EINVAL
+    assert reg("7.3", rx_buf_len=4096)["rc"] == -errno.EOPNOTSUPP  # read: ZCRX-BUFLEN-005
+    assert reg("6.18", flags=2)["rc"] == -errno.EINVAL
+    assert reg("7.3", flags=2, if_idx=0)["rc"] == 0
+    assert reg("6.18", flags=1)["rc"] == -errno.EINVAL
+    assert reg("6.18", event_desc=8)["rc"] == -errno.EINVAL
+    with pytest.raises(InvalidConfig):
+        reg("7.3", event_desc=8)

@@ -9,16 +9,18 @@ arithmetic, written independently of the model's event-driven run.
 
 from __future__ import annotations
 
+import errno
 import json
 from typing import Any
 
+import attrs
 import pytest
 from zcrx_helpers import make_engine
 
 from conformance import cli
 from conformance.components import zcrx as component
 from conformance.scenario import Scenario
-from reference.zcrx import DeviceConfig, IoUringZcrxRqe, mss_stream, stream_counts
+from reference.zcrx import DeviceConfig, IoUringZcrxRqe, ZcrxEngine, mss_stream, stream_counts
 from reference.zcrx.scenario import MIB, compare_buffer_sizes
 
 
@@ -166,3 +168,22 @@ def test_the_fault_propertys_marker_names_every_fault_rule() -> None:
     from conformance.properties.test_zcrx import FAULT_RULES
 
     assert tuple(sorted({rule for rule, _ in component.FAULTS})) == FAULT_RULES
+
+
+@pytest.mark.rule("ZCRX-REG-012")
+def test_veth_registrations_are_decided_by_the_veth_propertys_rules() -> None:
+    """On veth every case of the veth property is decided by a rule its marker names
+    (never by an area, buffer-length or queue rule), on 6.18 and on 7.3 (where the
+    ZCRX_REG_NODEV cases register no device at all, so veth is not involved)."""
+    from conformance.properties.test_zcrx import VETH_RULES
+
+    for kernel in ("6.18", "7.3"):
+        for scenario in component.veth_fault_scenarios():
+            scenario = attrs.evolve(scenario, kernel=kernel)
+            engine = ZcrxEngine(component.config_of(scenario))
+            if engine.result.nodev:
+                continue
+            assert engine.result.rule in VETH_RULES, (kernel, scenario.config)
+            if scenario.config.get("netdev") is not None and not engine.result.ok \
+                    and engine.result.rule not in VETH_RULES[:-2]:
+                assert engine.result.rc == -errno.EOPNOTSUPP

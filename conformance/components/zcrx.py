@@ -63,10 +63,12 @@ from reference.zcrx import (
     ZcrxEngine,
     mss_stream,
 )
-from reference.zcrx.register import UNMERGED_KNOBS, errno_name
+from reference.zcrx.register import UNMERGED_KNOBS, VETH, errno_name
 from reference.zcrx.scenario import MIB, counts_of, run_stream, stream_counts
 from reference.zcrx.uapi import (
+    IORING_SETUP_CLAMP,
     IORING_SETUP_CQE32,
+    IORING_SETUP_CQE_MIXED,
     IORING_SETUP_DEFER_TASKRUN,
     IORING_ZCRX_AREA_DMABUF,
     ZCRX_REG_NODEV,
@@ -87,9 +89,14 @@ def _ints(value: Any, n: int, field: str) -> tuple[int, ...]:
 
 
 def config_of(scenario: Scenario) -> EngineConfig:
-    """The model's configuration of a scenario (see the module docstring).  Version gate
-    ZCRX-REG-001: the model describes v7.0's zcrx; earlier kernels are not applicable."""
-    require(scenario, "ZCRX-REG-001", "io_uring zcrx with rx_buf_len")
+    """The model's configuration of a scenario (see the module docstring).  Version gates:
+    ZCRX-REG-001, zcrx exists (v6.15; 6.12 is not applicable); ZCRX-BUFLEN-001, the data
+    path (events) is described as of v7.0 only, so a scenario with events is not
+    applicable before; registration alone follows the registration gates of the
+    scenario's kernel (6.18: no rx_buf_len, no flags, no event descriptor)."""
+    kernel = require(scenario, "ZCRX-REG-001", "io_uring zcrx")
+    if scenario.events:
+        require(scenario, "ZCRX-BUFLEN-001", "the zcrx data path")
     cfg = scenario.config
     for knob in UNMERGED_KNOBS:
         if knob in cfg:
@@ -132,6 +139,7 @@ def config_of(scenario: Scenario) -> EngineConfig:
                             linear_payload=int(dev.get("linear_payload", 0))),
         cq_entries=int(cfg.get("cq_entries", 4096)),
         pool_size=int(cfg.get("pool_size", 1024)),
+        kernel=kernel,
     )
 
 
@@ -514,6 +522,47 @@ FAULTS: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
+#: ZCRX-REG-012: veth as the model sees it: no DMA device, no queue management ops, one
+#: RX queue (what the ``zcrx-live`` target registers against).
+VETH_NETDEV: dict[str, Any] = {"has_dma_dev": VETH.has_dma_dev,
+                               "queue_mgmt_ops": VETH.queue_mgmt_ops,
+                               "real_num_rx_queues": VETH.real_num_rx_queues,
+                               "tcp_data_split": VETH.tcp_data_split}
+USER_REGION_ADDR = 0x3F00_0000_0000
+#: Registrations that matter on a device without a DMA device (veth): what veth stops
+#: (ZCRX-REG-012), rounding seen through the region size, the region's own checks with
+#: real user memory, 32-byte CQEs by CQE_MIXED, a word that is reserved before v7.0.
+VETH_FAULTS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("ZCRX-REG-012", {}),
+    ("ZCRX-REG-012", {"reg": {"if_rxq": 5}}),
+    ("ZCRX-REG-012", {"area": {"len": 0}}),
+    ("ZCRX-REG-012", {"area": {"addr": 0}}),
+    ("ZCRX-REG-002", {"setup_flags": IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_CQE_MIXED}),
+    ("ZCRX-REG-003", {"reg": {"rx_buf_len": 4096}}),
+    ("ZCRX-REG-006", {"reg": {"rq_entries": 250}}),
+    ("ZCRX-REG-006", {"reg": {"rq_entries": 128}}),
+    ("ZCRX-REG-006", {"setup_flags": DEFAULT_FLAGS | IORING_SETUP_CLAMP,
+                      "reg": {"rq_entries": 40000}}),
+    ("ZCRX-REG-006", {"setup_flags": DEFAULT_FLAGS | IORING_SETUP_CLAMP,
+                      "reg": {"rq_entries": 40000}, "region": {"size": 528384}}),
+    ("ZCRX-REG-009", {"region": {"resv": [0, 0, 0, 1]}}),
+    ("ZCRX-REG-009", {"region": {"mmap_offset": 4096}}),
+    ("ZCRX-REG-009", {"region": {"size": 0}}),
+    ("ZCRX-REG-009", {"region": {"flags": 2}}),
+    ("ZCRX-REG-009", {"region": {"user_addr": USER_REGION_ADDR}}),
+    ("ZCRX-REG-009", {"region": {"size": (1 << 43) + 4096}}),
+    ("ZCRX-REG-009", {"region": {"flags": 1, "user_addr": USER_REGION_ADDR}}),
+    ("ZCRX-REG-009", {"region": {"flags": 1, "user_addr": USER_REGION_ADDR + 8}}),
+    ("ZCRX-REG-010", {"netdev": None, "reg": {"if_idx": 9}}),
+    # Two faults: the kernel's order decides which errno wins.
+    ("ZCRX-REG-001", {"cap_net_admin": False, "setup_flags": IORING_SETUP_CQE32}),
+    ("ZCRX-REG-006", {"reg": {"rq_entries": 40000}, "region": {"flags": 1}}),
+    ("ZCRX-REG-008", {"region": {"size": 1024}, "netdev": None, "reg": {"if_idx": 9}}),
+    ("ZCRX-REG-009", {"region": {"id": 1}, "netdev": None, "reg": {"if_idx": 9}}),
+    ("ZCRX-REG-009", {"region": {"resv": [1, 0, 0, 0], "flags": 1}}),
+)
+
+
 def _merge(base: dict[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for k, v in patch.items():
@@ -562,6 +611,70 @@ def fault_scenarios() -> list[Scenario]:
                             "netdev": {"qcfg_rx_page_size": False}}
     return [Scenario(component="zcrx", config=_merge(base, patch), rules=(rule,))
             for rule, patch in FAULTS]
+
+
+@st.composite
+def veth_registration_configs(draw: st.DrawFn) -> dict[str, Any]:
+    """ZCRX-REG-012: a registration on veth with any mix of the faults decided before the
+    device (ring flags, privilege, reserved words, flags, ring size, region descriptor,
+    device index), so the kernel's order between them is exercised, not one at a time.
+    (No ``ZCRX_REG_IMPORT`` and no ``event_desc``: the model refuses those on kernels
+    that know them.)"""
+    page = 4096
+    flags = draw(st.sampled_from([
+        DEFAULT_FLAGS, DEFAULT_FLAGS, IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_CQE_MIXED,
+        DEFAULT_FLAGS | IORING_SETUP_CLAMP, IORING_SETUP_CQE32, IORING_SETUP_DEFER_TASKRUN]))
+    reg: dict[str, Any] = {
+        "rq_entries": draw(st.one_of(st.sampled_from([0, 1, 64, 250, 256, 32768, 40000]),
+                                     st.integers(1, 70000))),
+        "if_rxq": draw(st.sampled_from([0, 0, 0, 3, 0xFFFF_FFFF])),
+        "flags": draw(st.sampled_from([0, 0, 0, 0, ZCRX_REG_NODEV, 4])),
+        "rx_buf_len": draw(st.sampled_from([0, 0, 0, 4096, 8192])),
+        "zcrx_id": draw(st.sampled_from([0, 0, 0, 0, 1])),
+        "resv": draw(st.sampled_from([[0, 0], [0, 0], [0, 0], [0, 0], [0, 1]])),
+    }
+    region: dict[str, Any] = {
+        "size": draw(st.sampled_from([0, 1024, page, page, 2 * page, 8192 + 64, 528384])),
+        "id": draw(st.sampled_from([0, 0, 0, 0, 0, 1])),
+        "mmap_offset": draw(st.sampled_from([0, 0, 0, 0, 0, page])),
+        "resv": draw(st.sampled_from([[0, 0, 0, 0]] * 5 + [[0, 0, 1, 0]])),
+    }
+    kind = draw(st.sampled_from(["kernel", "kernel", "user", "user+8", "flag-only",
+                                 "addr-only", "flags2"]))
+    if kind.startswith("user"):
+        region["flags"] = 1
+        region["user_addr"] = USER_REGION_ADDR + (8 if kind == "user+8" else 0)
+    elif kind == "flag-only":
+        region["flags"] = 1
+    elif kind == "addr-only":
+        region["user_addr"] = USER_REGION_ADDR
+    elif kind == "flags2":
+        region["flags"] = 2
+    config: dict[str, Any] = {
+        "setup_flags": flags, "cap_net_admin": draw(st.sampled_from([True] * 7 + [False])),
+        "reg": reg, "region": region, "area": {"len": 64 * 1024},
+        "netdev": dict(VETH_NETDEV),
+    }
+    if draw(st.integers(0, 5)) == 0:
+        config["netdev"] = None
+        reg["if_idx"] = draw(st.sampled_from([0, 9, 77]))
+    return config
+
+
+@st.composite
+def veth_registration_scenarios(draw: st.DrawFn) -> Scenario:
+    return Scenario(component="zcrx", config=draw(veth_registration_configs()),
+                    rules=("ZCRX-REG-012",))
+
+
+def veth_fault_scenarios() -> list[Scenario]:
+    """ZCRX-REG-012: every entry of :data:`FAULTS` and :data:`VETH_FAULTS` on veth (a
+    device without a DMA device): what the ``zcrx-live`` target can put to the kernel."""
+    base: dict[str, Any] = {"reg": {"rq_entries": 64, "rx_buf_len": 0},
+                            "area": {"len": 64 * 1024}, "region": {"size": 4096},
+                            "netdev": dict(VETH_NETDEV)}
+    return [Scenario(component="zcrx", config=_merge(base, patch), rules=(rule,))
+            for rule, patch in FAULTS + VETH_FAULTS]
 
 
 def _refill_entry(draw: st.DrawFn) -> dict[str, Any]:

@@ -87,7 +87,7 @@ class Target(Protocol):
 
 
 TARGET_KINDS = ("reference, python:MODULE:OBJECT, exec:COMMAND, fixtures:DIR, veth, tun, "
-                "iface:NAME,peer=PEER or qemu-fec[:BOARD]")
+                "iface:NAME,peer=PEER, qemu-fec[:BOARD] or zcrx-live")
 
 
 class TargetSpecError(ValueError):
@@ -106,7 +106,7 @@ class TargetSpec:
 def parse_target_spec(spec: str) -> TargetSpec:
     """Parse a target spec without starting anything (a usage check for the CLI)."""
     kind, _, rest = spec.partition(":")
-    if spec == "reference" or spec in ("veth", "tun"):
+    if spec == "reference" or spec in ("veth", "tun", "zcrx-live"):
         return TargetSpec(spec)
     if kind == "python":
         module_name, _, attr = rest.partition(":")
@@ -149,6 +149,10 @@ def load_target(spec: str, *, timeout: float = 10.0) -> Target:
         from conformance.targets.live import LiveTarget
 
         return LiveTarget(parsed.kind, parsed.argument)
+    if parsed.kind == "zcrx-live":
+        from conformance.targets.zcrx_live import ZcrxLiveTarget
+
+        return ZcrxLiveTarget()
     if parsed.kind == "qemu-fec":
         from conformance.targets.qemu_fec import QemuFecTarget
 

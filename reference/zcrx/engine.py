@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import attrs
 
 from reference.errors import InvalidConfig, StateViolation
+from reference.kernel import DEFAULT_KERNEL, KernelVersion
 from reference.page_pool.constants import PP_RING_DEFAULT_SIZE
 from reference.trace import Trace, emit
 
@@ -89,6 +90,8 @@ class EngineConfig:
     device: DeviceConfig = attrs.field(factory=DeviceConfig)
     cq_entries: int = 4096
     pool_size: int = PP_RING_DEFAULT_SIZE
+    #: KVER-001: the registration's version gates (ZCRX-BUFLEN-001, ZCRX-REG-004, -007).
+    kernel: KernelVersion = DEFAULT_KERNEL
 
 
 class HdsDevice:
@@ -212,7 +215,8 @@ class ZcrxEngine:
         self.cfg = cfg
         self.trace = trace
         self.result: RegResult = register_zcrx(cfg.ctx, cfg.reg, cfg.area, cfg.region,
-                                               cfg.netdev, cfg.memory, trace=trace)
+                                               cfg.netdev, cfg.memory, trace=trace,
+                                               kernel=cfg.kernel)
         self.pools: list[ZcPagePool] = []
         self.ifq: ZcrxIfq | None = None
         self.device: HdsDevice | None = None

@@ -23,6 +23,7 @@ import errno
 import attrs
 
 from reference.errors import InvalidConfig
+from reference.kernel import DEFAULT_KERNEL, KernelVersion, gate
 from reference.trace import Trace, emit
 
 from .pool import pp_zc_init_check
@@ -112,6 +113,14 @@ class NetdevModel:
     qcfg_rx_page_size: bool = False
     default_rx_page_size: int = PAGE_SIZE
     max_rx_page_size: int = BNXT_MAX_RX_PAGE_SIZE
+
+
+#: ZCRX-REG-012: veth (like every software device without a parent) as the registration
+#: sees it: no DMA device for its queues, no queue management ops, one RX queue, no
+#: header/data split.  Registration stops at ZCRX-REG-010's DMA device check
+#: (-EOPNOTSUPP), before the area, the buffer length or the queue is looked at.
+VETH = NetdevModel(has_dma_dev=False, queue_mgmt_ops=False, real_num_rx_queues=1,
+                   tcp_data_split=False)
 
 
 @attrs.frozen
@@ -208,11 +217,17 @@ def driver_validate_qcfg(netdev: NetdevModel, rx_page_size: int) -> int:
 def register_zcrx(ctx: RingCtx, reg: IoUringZcrxIfqReg, area: IoUringZcrxAreaReg,
                   rd: IoUringRegionDesc, netdev: NetdevModel | None = None,
                   memory: AreaMemory = AreaMemory(), *,
-                  trace: Trace | None = None) -> RegResult:
+                  trace: Trace | None = None,
+                  kernel: KernelVersion = DEFAULT_KERNEL) -> RegResult:
     """``io_register_zcrx``: every check, in the kernel's order; the result as written back.
 
     ``netdev`` is the device ``if_idx`` names (``None``: no device has that index).
+    ``kernel`` picks the side of the registration's version gates: before v7.0
+    (ZCRX-BUFLEN-001) ``rx_buf_len`` is a reserved word, before the registration flags
+    (ZCRX-REG-004) every flag is refused, before the event descriptor (ZCRX-REG-007) its
+    word is reserved.  The caller checks that zcrx exists at all (ZCRX-REG-001's gate).
     """
+    large_buffers = gate(kernel, "ZCRX-BUFLEN-001")
     result = RegResult(rc=0, rule="ZCRX-REG-011", reg=reg, area=area, region=rd)
 
     def fail(rc: int, rule: str, what: str) -> RegResult:
@@ -228,11 +243,17 @@ def register_zcrx(ctx: RingCtx, reg: IoUringZcrxIfqReg, area: IoUringZcrxAreaReg
         return fail(-errno.EINVAL, "ZCRX-REG-002", "ring has neither CQE32 nor CQE_MIXED")
     emit(trace, "ZCRX-REG-001", "caller has CAP_NET_ADMIN")
     emit(trace, "ZCRX-REG-002", "ring has DEFER_TASKRUN and 32-byte CQEs", flags=ctx.flags)
-    # ZCRX-REG-003: reserved words and the output-only id.
+    # ZCRX-REG-003: reserved words and the output-only id (before v7.0 the rx_buf_len
+    # word is __resv2, and before the event descriptor its word is __resv[0]).
     if any(reg.resv) or reg.zcrx_id:
         return fail(-errno.EINVAL, "ZCRX-REG-003", "reserved field or zcrx_id not zero")
-    # ZCRX-REG-004: flags.
-    if reg.flags & ~ZCRX_SUPPORTED_REG_FLAGS & U32:
+    if reg.rx_buf_len and not large_buffers:
+        return fail(-errno.EINVAL, "ZCRX-REG-003", "__resv2 (rx_buf_len since v7.0) not zero")
+    if reg.event_desc and not gate(kernel, "ZCRX-REG-007"):
+        return fail(-errno.EINVAL, "ZCRX-REG-003", "__resv[0] (event_desc later) not zero")
+    # ZCRX-REG-004: flags (none at all before ZCRX_REG_IMPORT).
+    known = ZCRX_SUPPORTED_REG_FLAGS if gate(kernel, "ZCRX-REG-004") else 0
+    if reg.flags & ~known & U32:
         return fail(-errno.EINVAL, "ZCRX-REG-004", "unknown registration flag")
     if reg.flags & ZCRX_REG_IMPORT:
         raise InvalidConfig("importing another ring's zcrx is outside the model",
@@ -276,6 +297,7 @@ def register_zcrx(ctx: RingCtx, reg: IoUringZcrxIfqReg, area: IoUringZcrxAreaReg
         if netdev is None or netdev.ifindex != reg.if_idx:
             return fail(-errno.ENODEV, "ZCRX-REG-010", "no device with that if_idx")
         if not netdev.has_dma_dev:
+            # ZCRX-REG-012: this is where veth and every parentless device stop.
             return fail(-errno.EOPNOTSUPP, "ZCRX-REG-010", "device has no DMA device")
         emit(trace, "ZCRX-REG-010", "device and DMA device found", if_idx=reg.if_idx)
     has_dev = not nodev
@@ -323,10 +345,10 @@ def register_zcrx(ctx: RingCtx, reg: IoUringZcrxIfqReg, area: IoUringZcrxAreaReg
                                 rule="ZCRX-AREA-004")
     emit(trace, "ZCRX-AREA-004", "dma-buf area" if area.flags & IORING_ZCRX_AREA_DMABUF
          else "user memory area", segments=len(chunks))
-    # ZCRX-BUFLEN-003: a niov must not straddle two DMA segments.
-    if has_dev and shift > io_area_max_shift(chunks):
+    # ZCRX-BUFLEN-003: a niov must not straddle two DMA segments (since v7.0).
+    if has_dev and large_buffers and shift > io_area_max_shift(chunks):
         return fail(-errno.ERANGE, "ZCRX-BUFLEN-003", "segments not aligned to rx_buf_len")
-    if has_dev:
+    if has_dev and large_buffers:
         emit(trace, "ZCRX-BUFLEN-003", "niovs fit the memory's contiguity",
              max_shift=io_area_max_shift(chunks), niov_shift=shift)
     # ZCRX-AREA-005: the niovs; the area token goes back to the user.
@@ -340,14 +362,20 @@ def register_zcrx(ctx: RingCtx, reg: IoUringZcrxIfqReg, area: IoUringZcrxAreaReg
         mp_size = (1 << shift) if reg.rx_buf_len else 0
         result = attrs.evolve(result, mp_rx_page_size=mp_size)
         emit(trace, "ZCRX-BUFLEN-005", "provider rx_page_size", rx_page_size=mp_size)
+        if not large_buffers:
+            # Before v7.0 there is no queue config for a provider to set: the driver
+            # keeps its own page size, unvalidated (ZCRX-QUEUE-002).
+            netdev = attrs.evolve(netdev, qcfg_rx_page_size=False)
         rc, rule, qcfg_size = open_rxq(netdev, reg.if_rxq, mp_size, shift, trace=trace)
         result = attrs.evolve(result, driver_rx_page_size=qcfg_size)
         if rc:
             return fail(rc, rule, "binding the queue failed")
     # ZCRX-REG-011, ZCRX-BUFLEN-006: what goes back to the user.
+    written = (1 << shift) if large_buffers else 0
     reg_out = attrs.evolve(reg, rq_entries=entries, offsets=offsets, zcrx_id=0,
-                           rx_buf_len=1 << shift)
-    emit(trace, "ZCRX-BUFLEN-006", "chosen buffer size written back", rx_buf_len=1 << shift)
+                           rx_buf_len=written)
+    if large_buffers:
+        emit(trace, "ZCRX-BUFLEN-006", "chosen buffer size written back", rx_buf_len=written)
     emit(trace, "ZCRX-REG-011", "registered", zcrx_id=0, rq_entries=entries)
     return attrs.evolve(result, reg=reg_out)
 
