@@ -82,40 +82,26 @@ def _command(text: str, where: str) -> tuple[dict[str, str], tuple[str, ...]]:
 
 def parse(text: str) -> list[Block]:
     """Every command of every console block, with its story number (0 before story 1)."""
-    blocks: list[Block] = []
+    found: list[tuple[int, int, str, list[str]]] = []  # story, line, command, what follows
     story, inside = 0, False
-    current: dict[str, object] | None = None
-
-    def close() -> None:
-        nonlocal current
-        if current is not None:
-            blocks.append(Block(**current))  # type: ignore[arg-type]
-            current = None
-
     for n, raw in enumerate(text.splitlines(), 1):
         heading = re.match(r"^## (\d+)\. ", raw)
         if heading and not inside:
             story = int(heading.group(1))
         if raw.startswith("```"):
-            if inside:
-                close()
-            inside = raw.strip() == "```console" if not inside else False
-            continue
-        if not inside:
-            continue
-        if raw.startswith("$ "):
-            close()
-            env, argv = _command(raw[2:], f"docs/tour.md:{n}")
-            current = {"story": story, "line": n, "env": env, "argv": argv,
-                       "excerpt": (), "exit": 0}
-            continue
-        assert current is not None, f"docs/tour.md:{n}: output before any command"
-        exit_ = _EXIT.match(raw.strip())
-        if exit_:
-            current["exit"] = int(exit_.group(1))
-        elif raw.strip() and raw.strip() != "...":
-            current["excerpt"] = (*current["excerpt"], raw)  # type: ignore[misc]
-    close()
+            inside = not inside and raw.strip() == "```console"
+        elif inside and raw.startswith("$ "):
+            found.append((story, n, raw[2:], []))
+        elif inside:
+            assert found and found[-1][1] < n, f"docs/tour.md:{n}: output before any command"
+            found[-1][3].append(raw)
+    blocks = []
+    for story_, line, command, follows in found:
+        env, argv = _command(command, f"docs/tour.md:{line}")
+        exits = [int(m.group(1)) for m in (_EXIT.match(f.strip()) for f in follows) if m]
+        excerpt = tuple(f for f in follows
+                        if f.strip() and f.strip() != "..." and not _EXIT.match(f.strip()))
+        blocks.append(Block(story_, line, env, argv, excerpt, exits[-1] if exits else 0))
     return blocks
 
 
