@@ -18,13 +18,14 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
 import pytest
 
+from conformance import cli
 from conformance.spectrace import load_rules
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,12 +106,23 @@ def parse(text: str) -> list[Block]:
     return blocks
 
 
-def run(block: Block) -> tuple[int, str]:
-    """The command as a user types it, from the checkout root: stdout, then stderr."""
-    env = {**os.environ, **block.env}
-    result = subprocess.run([sys.executable, "-m", "conformance.cli", *block.argv],
-                            capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
-    return result.returncode, result.stdout + result.stderr
+def run(block: Block, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
+    """The command through the ``rx-oracle`` entry point (``conformance.cli.main``), in this
+    process, from the checkout root: its exit status, and stdout followed by stderr.  A
+    ``PYTHONPATH`` assignment puts those directories on ``sys.path``; other assignments go
+    into the environment."""
+    monkeypatch.chdir(ROOT)
+    for name, value in block.env.items():
+        if name == "PYTHONPATH":
+            for entry in reversed(value.split(os.pathsep)):
+                monkeypatch.syspath_prepend(str(ROOT / entry))
+        else:
+            monkeypatch.setenv(name, value)
+    capsys.readouterr()
+    code = cli.main(list(block.argv))
+    out, err = capsys.readouterr()
+    return code, out + err
 
 
 def missing(excerpt: tuple[str, ...], output: str) -> str | None:
@@ -134,12 +146,14 @@ def _story_text(number: int) -> str:
     return found[0]
 
 
-def check_story(number: int, rules: tuple[str, ...]) -> None:
+def check_story(number: int, rules: tuple[str, ...], capsys: pytest.CaptureFixture[str],
+                monkeypatch: pytest.MonkeyPatch) -> None:
     """Run every command of the story and compare; check the rules it names."""
     blocks = [b for b in parse(TOUR.read_text()) if b.story == number]
     assert blocks, f"story {number} has no console block"
     for block in blocks:
-        code, output = run(block)
+        with monkeypatch.context() as patch:
+            code, output = run(block, capsys, patch)
         where = f"docs/tour.md:{block.line}: rx-oracle {shlex.join(block.argv)}"
         assert code == block.exit, f"{where}: exit {code}, expected {block.exit}\n{output}"
         line = missing(block.excerpt, output)
@@ -151,29 +165,38 @@ def check_story(number: int, rules: tuple[str, ...]) -> None:
     assert not set(rules) - named, f"story {number} never names {set(rules) - named}"
 
 
+Story = Callable[[int, tuple[str, ...]], None]
+
+
+@pytest.fixture
+def story(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Story:
+    """``story(number, rules)`` runs and checks that story of the tour."""
+    return lambda number, rules: check_story(number, rules, capsys, monkeypatch)
+
+
 @pytest.mark.rule(*MLX5_RULES)
-def test_story_1_mlx5_per_rq_buffer() -> None:
-    check_story(1, MLX5_RULES)
+def test_story_1_mlx5_per_rq_buffer(story: Story) -> None:
+    story(1, MLX5_RULES)
 
 
 @pytest.mark.rule(*FEC_RULES)
-def test_story_2_fec_xdp_tx_and_completion() -> None:
-    check_story(2, FEC_RULES)
+def test_story_2_fec_xdp_tx_and_completion(story: Story) -> None:
+    story(2, FEC_RULES)
 
 
 @pytest.mark.rule(*ZCRX_RULES)
-def test_story_3_zcrx_buffer_sizes() -> None:
-    check_story(3, ZCRX_RULES)
+def test_story_3_zcrx_buffer_sizes(story: Story) -> None:
+    story(3, ZCRX_RULES)
 
 
 @pytest.mark.rule(*KFUNC_RULES)
-def test_story_4_metadata_kfuncs_per_driver() -> None:
-    check_story(4, KFUNC_RULES)
+def test_story_4_metadata_kfuncs_per_driver(story: Story) -> None:
+    story(4, KFUNC_RULES)
 
 
 @pytest.mark.rule(*CPUMAP_RULES)
-def test_story_5_cpumap_skb_recycling() -> None:
-    check_story(5, CPUMAP_RULES)
+def test_story_5_cpumap_skb_recycling(story: Story) -> None:
+    story(5, CPUMAP_RULES)
 
 
 def test_every_block_belongs_to_a_story_and_the_readme_links_the_tour() -> None:
