@@ -40,6 +40,32 @@ class Mlx5StaleDataMeta(_Wrong):
             return super().run(scenario)
 
 
+class Mlx5StaleFlags(_Wrong):
+    """Refills the per-RQ buffer without the ``flags = 0`` of ``xdp_init_buff``: after a
+    packet with fragments, ``XDP_FLAGS_HAS_FRAGS`` stays set for the next, linear packet
+    (breaks MLX5-XDP-001; docs/tour.md shows it with ``replay``, tests/test_tour.py runs it).
+
+    Not in :data:`ALL` yet: the suite catches it under MLX5-XDP-001, but
+    ``test_mlx5_rx_hash_on_compressed_sessions`` finds it twice (a hypothesis exception
+    group) and the verdict then also fails that property's own rules, MLX5-KF-002 and
+    MLX5-KF-003, so "caught under exactly its rule" does not hold for it today."""
+
+    BREAKS = ("MLX5-XDP-001",)
+
+    def run(self, scenario: Scenario) -> dict[str, Any]:
+        original = mlx5_xdp.mlx5e_fill_mxbuf
+
+        def fill(rq: Any, cqe: mlx5_cqe64, page: Page, va: int, headroom: int,
+                 frame_sz: int, length: int, mxbuf: mlx5_xdp.Mlx5eXdpBuff,
+                 trace: Any = None) -> None:
+            stale = mxbuf.flags
+            original(rq, cqe, page, va, headroom, frame_sz, length, mxbuf, trace)
+            mxbuf.flags = stale  # the skipped reset
+
+        with mock.patch.object(mlx5_xdp, "mlx5e_fill_mxbuf", fill):
+            return super().run(scenario)
+
+
 class Mlx5HashKeptOnMiniCqe(_Wrong):
     """Lets ``bpf_xdp_metadata_rx_hash`` see the session title's hash on the later packets
     of a compressed session, as if the mini-CQE no-hash path were skipped for the CQE the
