@@ -40,13 +40,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
 from hypothesis import strategies as st
 
-from conformance.components import Component, require
+from conformance.components import Component, kernel_of, require
 from conformance.readable import config_text, rc_text
 from conformance.scenario import Scenario
 from reference import packet
 from reference.errors import InvalidConfig
+from reference.kernel import gate
 from reference.trace import Trace
 from reference.zcrx import (
     IORING_ZCRX_AREA_SHIFT,
@@ -397,9 +399,7 @@ def explain(scenario: Scenario) -> str:
     1448-byte segments) with the per-MiB counts for the configured ``rx_buf_len``.  A
     stream registers :data:`STREAM_DEFAULTS` overridden by the config."""
     if not scenario.events:
-        scenario = Scenario(component=scenario.component,
-                            config=_merge(STREAM_DEFAULTS, scenario.config),
-                            frames=scenario.frames)
+        scenario = attrs.evolve(scenario, config=_merge(STREAM_DEFAULTS, scenario.config))
     trace = Trace()
     engine = ZcrxEngine(config_of(scenario), trace)
     res = engine.result
@@ -414,6 +414,11 @@ def explain(scenario: Scenario) -> str:
                  f"refill entries at offset {res.reg.offsets.rqes} (ZCRX-REG-008)")
     if res.nodev:
         lines.append("ZCRX_REG_NODEV: no queue, no data path modelled")
+        return "\n".join(lines)
+    kernel = kernel_of(scenario)
+    if not gate(kernel, "ZCRX-BUFLEN-001"):
+        lines.append(f"data path: not modelled for kernel {kernel}; the model describes it as "
+                     "of v7.0 (ZCRX-BUFLEN-001)")
         return "\n".join(lines)
     if scenario.events:
         trace.events.clear()
