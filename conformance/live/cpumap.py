@@ -267,7 +267,7 @@ class CpumapVeth:
         for key in (0, 1):
             libbpf.map_update(self.count_fd, struct.pack("<I", key), bytes(8))
         for index in range(min(self.sent, MAX_PKTS)):
-            libbpf.map_update(self.seen_fd, struct.pack("<I", index), bytes(4))
+            libbpf.map_update(self.seen_fd, struct.pack("<I", index), bytes(8))
         self.sent = 0
         self._received.clear()
         self._poll()
@@ -330,12 +330,9 @@ class CpumapVeth:
             time.sleep(0.002)
         verdicts: dict[int, int] = {}
         for index in range(min(self.sent, MAX_PKTS)):
-            kbuf = ctypes.create_string_buffer(struct.pack("<I", index), 4)
-            vbuf = ctypes.create_string_buffer(4)
-            libbpf.check(self._fn["lookup"](self.seen_fd, kbuf, vbuf), "lookup")
-            mark = struct.unpack("<I", vbuf.raw)[0]
-            if mark:
-                verdicts[index] = (mark - 1) & 0xFFFFFFFF
+            mark = self._u64(self.seen_fd, index)
+            if mark >> 32:
+                verdicts[index] = mark & 0xFFFFFFFF
         return BurstResult(redirected, failed, tuple(batches), frozenset(self._received),
                            verdicts)
 

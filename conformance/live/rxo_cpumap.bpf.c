@@ -57,12 +57,12 @@ struct {
 	__type(value, __u64);
 } cmcount SEC(".maps");
 
-/* per sequence number: 1 + the verdict rxo_cm_verdict returned, 0 if it never ran */
+/* per sequence number: bit 32 set once rxo_cm_verdict ran, the verdict it returned below */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, RXO_CM_MAX_PKTS);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, __u64);
 } cmseen SEC(".maps");
 
 struct {
@@ -108,7 +108,8 @@ int rxo_cm_verdict(struct xdp_md *ctx)
 	struct rxo_cm_cfg *c = cfg();
 	__u32 verdict = c ? c->verdict : XDP_ABORTED;
 	__u32 *seq = data + RXO_CM_SEQ_OFF;
-	__u32 mark = verdict + 1, key;
+	__u64 mark = (1ULL << 32) | verdict;
+	__u32 key;
 
 	if ((void *)(seq + 1) <= end) {
 		key = *seq;
