@@ -150,9 +150,10 @@ class BurstResult:
 
 
 class CpumapVeth:
-    """The topology of the module docstring, up and ready to take an entry."""
+    """The topology of the module docstring, up and ready to take an entry; ``letters``
+    name its two namespaces (``rxo<pid><letter>``), so a process can hold two."""
 
-    def __init__(self) -> None:
+    def __init__(self, letters: str = "cd") -> None:
         self._fn = _lib()
         self.links: list[int] = []
         self.obj: libbpf.BpfObject | None = None
@@ -161,8 +162,8 @@ class CpumapVeth:
         self.tx: socket.socket | None = None
         self.ring: libbpf.RingBuffer | None = None
         obj_path = build()
-        self.ns_s = netns.create("c")
-        self.ns_r = netns.create("d")
+        self.ns_s = netns.create(letters[0])
+        self.ns_r = netns.create(letters[1])
         try:
             self._topology()
             with netns.entered(self.ns_r):
@@ -405,7 +406,8 @@ def load_unusual(obj_path: Path, program: str, bind_ifindex: int = 0) -> libbpf.
 
 def kthreads(map_id: int) -> list[str]:
     """Names of the cpumap kthreads still running for map ``map_id``
-    (``cpumap/<cpu>/map:<id>``, cut to the 15 characters of a task name)."""
+    (``cpumap/<cpu>/map:<id>``; a kernel that cuts task names to 15 characters shows
+    the cut name)."""
     out = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -414,7 +416,8 @@ def kthreads(map_id: int) -> list[str]:
             name = Path(f"/proc/{pid}/comm").read_text().strip()
         except OSError:
             continue
-        if any(name == f"cpumap/{cpu}/map:{map_id}"[:15] for cpu in possible_cpus()):
+        full = (f"cpumap/{cpu}/map:{map_id}" for cpu in possible_cpus())
+        if any(name in (want, want[:15]) for want in full):
             out.append(name)
     return out
 
