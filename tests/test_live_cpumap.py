@@ -20,15 +20,7 @@ from collections.abc import Iterator
 import pytest
 
 from conformance.live import env
-
-REASON = env.missing()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
-
-if REASON is None:
-    from conformance.live import cpumap as live
-    from conformance.live import netns
-
-from reference.cpumap import BPF_NOEXIST, CpuMap
+from reference.cpumap import BPF_NOEXIST, CpuMap, tracepoint_problems
 from reference.kernel import gate, parse_kernel
 from reference.kfuncs import (
     BPF_F_XDP_DEV_BOUND_ONLY,
@@ -40,6 +32,13 @@ from reference.kfuncs import (
     LoadedBpfProg,
     NetDevice,
 )
+
+REASON = env.missing()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+
+if REASON is None:
+    from conformance.live import cpumap as live
+    from conformance.live import libbpf, netns
 
 BPF_PROG_TYPE_TRACING = 26  # include/uapi/linux/bpf.h
 
@@ -104,12 +103,12 @@ def test_refused_programs_read_the_errno_the_model_gives(path: live.CpumapVeth) 
     assert path.update(1, 64, path.redir_fd) == cmap.update_elem(1, 64, prog=plain, ops=())
     cmap, tracing = _model(BpfProg(prog_type=BPF_PROG_TYPE_TRACING))
     kt_fd = path.obj.program("rxo_cm_kt") if path.obj else 0
-    fd = live.libbpf.check(live.libbpf.lib().bpf_program__fd(kt_fd), "fd")
+    fd = libbpf.check(libbpf.lib().bpf_program__fd(kt_fd), "fd")
     assert path.update(1, 64, fd) == cmap.update_elem(1, 64, prog=tracing, ops=())
     with netns.entered(path.ns_r):
         bound = live.load_unusual(obj_path, "rxo_cm_verdict", bind_ifindex=path.ifindex)
     try:
-        fd = live.libbpf.check(bound._lib.bpf_program__fd(bound.program("rxo_cm_verdict")),
+        fd = libbpf.check(bound._lib.bpf_program__fd(bound.program("rxo_cm_verdict")),
                                "fd")
         cmap, dev_bound = _model(BpfProg(expected_attach_type=BPF_XDP_CPUMAP,
                                          prog_flags=BPF_F_XDP_DEV_BOUND_ONLY,
@@ -157,6 +156,7 @@ def test_conservation_whatever_the_timing(path: live.CpumapVeth, qsize: int,
     8 frames (CPUMAP-LIVE-001)."""
     r = _run(path, qsize, verdict, bursts)
     sent = sum(bursts)
+    assert tracepoint_problems(*live.traces(r.batches), r.redirected, to_cpu=1) == []
     enq = [b for b in r.batches if b.kind == "enqueue"]
     kt = [b for b in r.batches if b.kind == "kthread"]
     assert r.redirected == sent and r.redirect_failed == 0

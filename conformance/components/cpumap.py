@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 from conformance.components import Component, require
 from conformance.components.xdp import op_lists
 from conformance.scenario import Scenario
+from reference.cpumap import overflow_free_burst
 from reference.cpumap_sim import CpumapSim, SimConfig
 from reference.page_pool.stats import ethtool_stats
 from reference.skb import SkBuff, pp_page_of
@@ -303,8 +304,6 @@ def drained_scenarios(draw: st.DrawFn) -> Scenario:
     schedules whose outcome does not depend on when the kthread runs, so a live kernel
     can reproduce them (CPUMAP-LIVE-001)."""
     qsize = draw(st.sampled_from([8, 16, 33, 64, 256]))
-    # PP-RING-001: a drained consumer may leave batch - 1 slots uncleared.
-    batch = 16 if 16 <= qsize // 2 else 1
     config: dict[str, Any] = {"qsize": qsize, "pool_size": 256,
                               "frame_len": draw(st.sampled_from([60, 64, 1500])
                                                 | st.integers(60, 1500))}
@@ -313,7 +312,7 @@ def drained_scenarios(draw: st.DrawFn) -> Scenario:
         config["second_prog"] = [{"op": "return", "action": action}]
     events: list[dict[str, Any]] = []
     for _ in range(draw(st.integers(1, 4))):
-        n = draw(st.integers(1, min(64, qsize - batch + 1)))
+        n = draw(st.integers(1, min(64, overflow_free_burst(qsize))))
         events += [{"op": "rx", "n": n}, {"op": "kthread", "n": n // 8 + 2},
                    {"op": "free", "n": n}]
     return Scenario(component="cpumap", config=config, events=tuple(events),

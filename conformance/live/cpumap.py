@@ -33,7 +33,7 @@ import socket
 import struct
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ import attrs
 
 from conformance.live import libbpf, netns, probe
 from conformance.live.probe import ProbeError
+from reference.cpumap import EnqueueTrace, KthreadTrace
 
 SOURCE = Path(__file__).with_name("rxo_cpumap.bpf.c")
 #: The programs of the object, by the names ``bpftool prog show`` lists (leftover checks).
@@ -130,6 +131,15 @@ class Batch:
     xdp_pass: int = 0
     xdp_drop: int = 0
     xdp_redirect: int = 0
+
+
+def traces(batches: Sequence[Batch]) -> tuple[list[EnqueueTrace], list[KthreadTrace]]:
+    """The batches as the model's tracepoint records (CPUMAP-ENQ-003, CPUMAP-KT-005)."""
+    enq = [EnqueueTrace(b.map_id, b.processed, b.drops, b.extra) for b in batches
+           if b.kind == "enqueue"]
+    kt = [KthreadTrace(b.map_id, b.processed, b.drops, b.extra, b.xdp_pass, b.xdp_drop,
+                       b.xdp_redirect) for b in batches if b.kind == "kthread"]
+    return enq, kt
 
 
 def decode_event(raw: bytes) -> Batch:

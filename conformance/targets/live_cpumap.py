@@ -30,11 +30,12 @@ from typing import Any
 
 from conformance.components.cpumap import config_of, schedule_of
 from conformance.live import cpumap as live
+from conformance.live.probe import ProbeError
 from conformance.scenario import Scenario
 from conformance.targets.base import NotApplicable, TargetError
+from reference.cpumap import overflow_free_burst
 from reference.cpumap_sim import CpumapSim
 from reference.errors import InvalidConfig
-from reference.page_pool.ptr_ring import ptr_ring_batch
 from reference.xdp.actions import XdpAction
 
 #: The observables the live cpumap path reports (Capabilities.reports).
@@ -45,8 +46,6 @@ LIVE_REPORTS = (
     "cpumap.kthread.xdp_drop", "cpumap.kthread.xdp_redirect",
     "counts.received", "counts.freed", "counts.dropped", "counts.queued",
 )
-#: ``SMP_CACHE_BYTES`` on x86-64: the ptr_ring batch the kernel computes for a ring.
-SMP_CACHE_BYTES = 64
 _FINAL = ("freed", "dropped:prog_drop", "dropped:prog_redirect_failed")
 
 
@@ -60,11 +59,6 @@ def verdict_of(scenario: Scenario) -> int | None:
     if len(ops) != 1 or ops[0].get("op") != "return":
         raise NotApplicable("live cpumap: the entry's program can only return a verdict")
     return int(ops[0]["action"]) & 0xFFFFFFFF
-
-
-def max_burst(qsize: int) -> int:
-    """The largest burst no interleaving can overflow (CPUMAP-LIVE-001)."""
-    return qsize - ptr_ring_batch(qsize, SMP_CACHE_BYTES) + 1
 
 
 def plan(scenario: Scenario) -> list[int]:
@@ -90,7 +84,7 @@ def plan(scenario: Scenario) -> list[int]:
             if not _drained(sim):
                 raise NotApplicable("live cpumap: a burst while the previous one is still "
                                     "queued (the live kthread drains concurrently)")
-            if n > max_burst(qsize):
+            if n > overflow_free_burst(qsize):
                 raise NotApplicable(f"live cpumap: a burst of {n} may overflow a ring of "
                                     f"{qsize} depending on the kthread's timing")
             bursts.append(n)
@@ -168,7 +162,7 @@ class LiveCpumap:
                     result = self.path.settle()
             finally:
                 self.path.clear_entry(cfg.cpu_b)
-        except (OSError, live.ProbeError) as exc:
+        except (OSError, ProbeError) as exc:
             raise TargetError(f"live cpumap: {exc}", "crash") from exc
         return observables(result, sum(bursts), verdict)
 
