@@ -272,3 +272,21 @@ def test_sigkill_leaves_only_what_the_sweep_removes() -> None:
     swept = netns.sweep()
     assert set(spaces) <= set(swept)
     assert _gone(ids, map_id, spaces) == []
+
+
+@pytest.mark.rule("CPUMAP-LIVE-001")
+def test_veth_page_pools_are_invisible_to_page_pool_get(path: live.CpumapVeth) -> None:
+    """veth creates its pools without a netdev, so the netdev family's page-pool-get
+    lists none of them (a documented limit: inflight pages of veth's pools cannot be read
+    live); the family itself answers (without CONFIG_PAGE_POOL_STATS)."""
+    from conformance.live import page_pool_nl
+
+    path.set_entry(1, 64, 2)
+    try:
+        path.send(20, 64)
+        assert len(path.settle().received) == 20
+        with netns.entered(path.ns_r):
+            pools = page_pool_nl.page_pools()
+        assert [p for p in pools if p.get("ifindex") == path.ifindex] == []
+    finally:
+        path.clear_entry(1)
