@@ -129,21 +129,23 @@ def test_refused_programs_read_the_errno_the_model_gives(path: live.CpumapVeth) 
 
 
 def _run(path: live.CpumapVeth, qsize: int, verdict: int | None,
-         bursts: list[int]) -> live.BurstResult:
+         bursts: list[int]) -> tuple[live.BurstResult, int]:
+    """The kernel's account of the bursts, and how many redirects veth counted."""
     path.set_entry(1, qsize, verdict)
+    before = path.counters()["rx_queue_0_xdp_redirect"]
     try:
         result = None
         for n in bursts:
             path.send(n, 64, cpu=0)
             result = path.settle()
         assert result is not None
-        return result
+        return result, path.counters()["rx_queue_0_xdp_redirect"] - before
     finally:
         path.clear_entry(1)
 
 
-@pytest.mark.rule("CPUMAP-LIVE-001", "CPUMAP-ENQ-001", "CPUMAP-ENQ-003", "CPUMAP-KT-001",
-                  "CPUMAP-KT-002", "CPUMAP-KT-005")
+@pytest.mark.rule("CPUMAP-LIVE-001", "CPUMAP-ENQ-001", "CPUMAP-ENQ-002", "CPUMAP-ENQ-003",
+                  "CPUMAP-KT-001", "CPUMAP-KT-002", "CPUMAP-KT-005", "VETH-STAT-001")
 @pytest.mark.parametrize(("qsize", "verdict", "bursts"), [
     (8, None, [64]), (8, 2, [200]), (16, 1, [40, 40]), (64, 4, [100]), (64, None, [300]),
     (256, 2, [64, 1, 64]), (8, 3, [33]),
@@ -154,8 +156,11 @@ def test_conservation_whatever_the_timing(path: live.CpumapVeth, qsize: int,
     each frame is accounted once, enqueued = processed + ring drops, the kthread's
     processed = its drops + the program's pass, drop and redirect, and no batch exceeds
     8 frames (CPUMAP-LIVE-001)."""
-    r = _run(path, qsize, verdict, bursts)
+    r, veth_redirects = _run(path, qsize, verdict, bursts)
     sent = sum(bursts)
+    # CPUMAP-ENQ-001: enqueueing never fails, so veth counts every frame as redirected,
+    # ring-full drops included
+    assert veth_redirects == sent
     assert tracepoint_problems(*live.traces(r.batches), r.redirected, to_cpu=1) == []
     enq = [b for b in r.batches if b.kind == "enqueue"]
     kt = [b for b in r.batches if b.kind == "kthread"]

@@ -41,6 +41,7 @@ from typing import Any
 import attrs
 
 from conformance.live import libbpf, netns, probe
+from conformance.live.ethtool import EthtoolStats
 from conformance.live.probe import ProbeError
 from reference.cpumap import EnqueueTrace, KthreadTrace
 
@@ -183,6 +184,7 @@ class CpumapVeth:
                 self.sock.setsockopt(socket.SOL_SOCKET, 33, 16 << 20)  # SO_RCVBUFFORCE
                 self.sock.bind((ADDR_R, UDP_PORT))
                 self.sock.setblocking(False)
+                self.stats = EthtoolStats(self.sock, self.ns_r)
             with netns.entered(self.ns_s):
                 self.tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
                 self.tx.bind((self.ns_s, 0))
@@ -299,6 +301,10 @@ class CpumapVeth:
             for frame in frames:
                 self.tx.send(frame)
         self.sent += count
+
+    def counters(self) -> dict[str, int]:
+        """The receiving end's ``ethtool -S`` counters (``rx_queue_0_xdp_redirect``...)."""
+        return self.stats.read()
 
     def _poll(self) -> None:
         assert self.ring is not None and self.sock is not None
