@@ -373,3 +373,42 @@ class CpuMap:
     def entries_on(self, cpu: int) -> list[CpuMapEntry]:
         """The live and retired entries whose kthread runs on ``cpu``."""
         return [e for e in [*self.entries, *self.retired] if e is not None and e.cpu == cpu]
+
+
+# ---------------------------------------------------------------------- timing-free facts
+
+
+def overflow_free_burst(qsize: int) -> int:
+    """CPUMAP-LIVE-001: the largest burst that cannot meet a full ring of ``qsize`` slots
+    whatever the kthread's timing, when it starts with the ring drained: a drained consumer
+    may leave ``batch - 1`` consumed slots not yet cleared (PP-RING-001)."""
+    return qsize - PtrRing[XdpFrame](qsize).batch + 1
+
+
+def tracepoint_problems(enqueue: Sequence[EnqueueTrace], kthread: Sequence[KthreadTrace],
+                        redirected: int, *, to_cpu: int) -> list[str]:
+    """CPUMAP-LIVE-001: what breaks the invariants that hold whatever the timing, once the
+    ring is drained: ``redirected`` frames went into the entry on ``to_cpu``; the traces
+    are every enqueue and kthread tracepoint of that entry.  Empty when they hold."""
+    problems = []
+    for t in enqueue:
+        if not 1 <= t.processed <= CPU_MAP_BULK_SIZE or not 0 <= t.drops <= t.processed:
+            problems.append(f"enqueue batch {t}: 1..{CPU_MAP_BULK_SIZE} frames, drops <= them")
+        if t.to_cpu != to_cpu:
+            problems.append(f"enqueue batch {t}: to_cpu is not {to_cpu}")
+    for k in kthread:
+        if k.processed > CPUMAP_BATCH:
+            problems.append(f"kthread batch {k}: more than {CPUMAP_BATCH} frames")
+        if k.processed != k.drops + k.xdp_pass + k.xdp_drop + k.xdp_redirect and (
+                k.xdp_pass + k.xdp_drop + k.xdp_redirect):
+            problems.append(f"kthread batch {k}: processed is not drops + verdicts")
+        if k.processed == 0 and not k.sched:
+            problems.append(f"kthread batch {k}: empty without a wake-up (CPUMAP-KT-001)")
+    enqueued = sum(t.processed for t in enqueue)
+    ring_drops = sum(t.drops for t in enqueue)
+    processed = sum(k.processed for k in kthread)
+    if enqueued != redirected:
+        problems.append(f"{enqueued} frames enqueued, {redirected} redirected")
+    if processed + ring_drops != enqueued:
+        problems.append(f"{processed} processed + {ring_drops} ring drops != {enqueued} enqueued")
+    return problems

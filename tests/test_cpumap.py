@@ -6,6 +6,7 @@ import errno
 from collections import Counter
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,6 +21,8 @@ from reference.cpumap import (
     DROP_SKB_ALLOC,
     CpuMap,
     CpuMapEntry,
+    overflow_free_burst,
+    tracepoint_problems,
 )
 from reference.cpumap_sim import CpumapSim, SimConfig
 from reference.errors import InvalidConfig
@@ -369,3 +372,36 @@ def test_explain_narrates_every_packet() -> None:
         assert f"packet {i}: page_pool page pfn " in text
     assert text.count("pp_recycle -> true (SKB-BUILD-003)") == 3
     assert text.count("freed at event 2 -> page on CPU 1: page_pool -> ring (SKB-FREE-001") == 3
+
+
+# ---------------------------------------------------------------------- timing-free facts
+
+
+@pytest.mark.rule("CPUMAP-LIVE-001", "PP-RING-001")
+def test_overflow_free_burst_leaves_room_for_uncleared_slots() -> None:
+    assert [overflow_free_burst(q) for q in (8, 16, 32, 33, 64, 256)] == [8, 16, 17, 18, 49,
+                                                                          241]
+
+
+@pytest.mark.rule("CPUMAP-LIVE-001", "CPUMAP-ENQ-003", "CPUMAP-KT-005")
+def test_tracepoint_invariants_hold_for_the_model_and_catch_a_lost_frame() -> None:
+    """The model's own traces satisfy what the live kernel is held to; a frame missing
+    from the kthread's count, an oversized batch and an empty iteration without a wake-up
+    are each named."""
+    pool = make_pool()
+    cmap, entry = entry_map(8)
+    for f in frames(pool, 12):
+        cmap.cpu_map_enqueue(entry, f, 2, CTX_A)
+    cmap.flush(CTX_A)
+    while cmap.kthread_run_once(entry) is not None:
+        pass
+    enq, kt = cmap.enqueue_traces, cmap.kthread_traces
+    assert sum(t.drops for t in enq) == 4
+    assert tracepoint_problems(enq, kt, 12, to_cpu=B) == []
+    assert tracepoint_problems(enq, kt[:-1], 12, to_cpu=B)
+    assert tracepoint_problems(enq, kt, 13, to_cpu=B)
+    big = attrs.evolve(kt[0], processed=9)
+    assert any("more than 8" in p for p in tracepoint_problems(enq, [big], 12, to_cpu=B))
+    idle = attrs.evolve(kt[0], processed=0, sched=0)
+    assert any("without a wake-up" in p for p in tracepoint_problems([], [idle], 0, to_cpu=B))
+    assert tracepoint_problems(enq, kt, 12, to_cpu=A)

@@ -38,6 +38,7 @@ from hypothesis import strategies as st
 from conformance.components import Component, require
 from conformance.components.xdp import op_lists
 from conformance.scenario import Scenario
+from reference.cpumap import overflow_free_burst
 from reference.cpumap_sim import CpumapSim, SimConfig
 from reference.page_pool.stats import ethtool_stats
 from reference.skb import PageFree, SkBuff, pp_page_of
@@ -377,3 +378,25 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     events.append({"op": "free", "n": draw(st.integers(0, 200))})
     return Scenario(component="cpumap", config=config, events=tuple(events),
                     rules=("CPUMAP-FATE-001", "CPUMAP-SIM-002"))
+
+
+@st.composite
+def drained_scenarios(draw: st.DrawFn) -> Scenario:
+    """Bursts the kthread drains and the stack frees before the next one, each small
+    enough that the entry's ring cannot fill, with a verdict-only program or none: the
+    schedules whose outcome does not depend on when the kthread runs, so a live kernel
+    can reproduce them (CPUMAP-LIVE-001)."""
+    qsize = draw(st.sampled_from([8, 16, 33, 64, 256]))
+    config: dict[str, Any] = {"qsize": qsize, "pool_size": 256,
+                              "frame_len": draw(st.sampled_from([60, 64, 1500])
+                                                | st.integers(60, 1500))}
+    if draw(st.booleans()):  # CPUMAP-KT-002: every verdict, valid or not
+        action = draw(st.sampled_from([0, 1, 2, 3, 4, 5, 2**32 - 1]))
+        config["second_prog"] = [{"op": "return", "action": action}]
+    events: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(1, 4))):
+        n = draw(st.integers(1, min(64, overflow_free_burst(qsize))))
+        events += [{"op": "rx", "n": n}, {"op": "kthread", "n": n // 8 + 2},
+                   {"op": "free", "n": n}]
+    return Scenario(component="cpumap", config=config, events=tuple(events),
+                    rules=("CPUMAP-FATE-001", "CPUMAP-LIVE-001"))

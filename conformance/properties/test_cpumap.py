@@ -25,3 +25,15 @@ COMPONENT = cpumap.COMPONENT
 @given(scenario=cpumap.scenarios())
 def test_cpumap_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)
+
+
+@pytest.mark.rule("CPUMAP-FATE-001", "CPUMAP-ENQ-001", "CPUMAP-ENQ-003", "CPUMAP-ENQ-004",
+                  "CPUMAP-KT-001", "CPUMAP-KT-002", "CPUMAP-KT-003", "CPUMAP-KT-005",
+                  "SKB-BUILD-002")
+@given(scenario=cpumap.drained_scenarios())
+def test_cpumap_drained_bursts(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Bursts drained before the next: what a live kernel reproduces whatever its
+    kthread's timing (CPUMAP-LIVE-001, whose own checks are in tests/test_cpumap.py and
+    tests/test_live_cpumap.py), so the live veth target runs these (the other properties
+    are not applicable there)."""
+    check(rx_target, scenario, COMPONENT)

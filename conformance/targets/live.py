@@ -1,7 +1,9 @@
 """Live kernel targets: the real veth and tun drivers, or an existing interface.
 
 - ``veth``: a veth pair in two fresh namespaces of this run; frames are sent with AF_PACKET
-  from one end, the probe runs native on the other (component ``veth``).
+  from one end, the probe runs native on the other (component ``veth``).  It also runs
+  component ``cpumap`` on a pair of its own whose receiving end redirects into a real
+  cpumap entry (:mod:`conformance.targets.live_cpumap`, set up at the first such scenario).
 - ``tun``: a tap device in a fresh namespace; frames are written to its fd (``tun``).
 - ``iface:NAME[,peer=PEER][,netns=NS][,peer_netns=NS2]``: an existing interface, probed
   native and device-bound; frames are sent with AF_PACKET from ``PEER`` (by default the
@@ -33,6 +35,9 @@ from conformance.targets.base import (
 )
 
 MODELLED_DRIVERS = ("veth", "tun")
+#: What the veth component's live runs report: everything it predicts.
+VETH_REPORTS = ("packets[*].ops*", "packets[*].action", "packets[*].data", "packets[*].meta",
+                "packets[*].len", "counters.*")
 RQ_COUNTERS = tuple(f"rx_queue_0_{name}" for name in (
     "xdp_packets", "xdp_bytes", "drops", "xdp_redirect", "xdp_drops", "xdp_tx", "xdp_tx_errors"))
 
@@ -77,16 +82,25 @@ class LiveTarget:
         self.device = device
         self.name = f"live {kind}" + (f":{iface}" if iface else "")
         self.driver = device.driver
+        self.kind = kind
+        self.cpumap: Any = None
 
     @property
     def capabilities(self) -> Capabilities:
         components = frozenset({self.driver}) if self.driver in MODELLED_DRIVERS else frozenset()
-        # KVER-001: the reference predicts for the kernel these drivers run in.
-        return Capabilities(components, kernel=platform.release())
+        if self.kind != "veth":
+            # KVER-001: the reference predicts for the kernel these drivers run in.
+            return Capabilities(components, kernel=platform.release())
+        from conformance.targets.live_cpumap import LIVE_REPORTS
+
+        return Capabilities(components | {"cpumap"}, VETH_REPORTS + LIVE_REPORTS,
+                            kernel=platform.release())
 
     def run(self, scenario: Scenario) -> dict[str, Any]:
         from conformance.live.probe import MAX_PKTS, ProbeError, decode_record
 
+        if scenario.component == "cpumap" and self.kind == "veth":
+            return self._run_cpumap(scenario)
         if scenario.component != self.driver:
             raise NotApplicable(f"{self.name} runs {self.driver!r} scenarios only")
         if scenario.config.get("path", "skb") != "skb" or not scenario.config.get(
@@ -146,7 +160,23 @@ class LiveTarget:
             last = now
         return last
 
+    def _run_cpumap(self, scenario: Scenario) -> dict[str, Any]:
+        from conformance.live.probe import ProbeError
+        from conformance.targets.live_cpumap import LiveCpumap, plan
+
+        plan(scenario)  # not applicable before anything is set up
+        if self.cpumap is None:
+            try:
+                self.cpumap = LiveCpumap()
+            except (OSError, ProbeError) as exc:
+                raise TargetError(f"{self.name}: cpumap path: {exc}", "crash") from exc
+        result: dict[str, Any] = self.cpumap.run(scenario)
+        return result
+
     def close(self) -> None:
+        if getattr(self, "cpumap", None) is not None:
+            self.cpumap.close()
+            self.cpumap = None
         device = getattr(self, "device", None)
         if device is not None:
             device.close()
