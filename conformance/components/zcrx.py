@@ -37,6 +37,7 @@ observables: ``register`` (``mp_rx_page_size``, ``driver_rx_page_size``, ``rc``,
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -280,6 +281,19 @@ FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+def _event_rules(result: Mapping[str, Any]) -> list[str]:
+    """The rules that decide an event's reported fields (FIELD_RULES), for explain's
+    event lines; an event reporting nothing is ZCRX-SIM-003's."""
+    rules: list[str] = []
+    for key in result:
+        for pattern, field_rules in FIELD_RULES:
+            if pattern.startswith("events[*].") and fnmatch.fnmatchcase(
+                    key, pattern.removeprefix("events[*].")):
+                rules += [r for r in field_rules if r not in rules]
+                break
+    return rules or ["ZCRX-SIM-003"]
+
+
 #: For a field of ``events[i]``: the rules that can decide it, most specific first.  The
 #: first of them the reference applied *during that event* (its trace) is blamed.
 EVENT_RULES: dict[str, tuple[str, ...]] = {
@@ -430,7 +444,8 @@ def explain(scenario: Scenario) -> str:
                 detail["cqes"] = len(r["cqes"])
             if isinstance(detail.get("rc"), int):
                 detail["rc"] = rc_text(detail["rc"])
-            lines.append(f"  [{i}] {r['op']}: {config_text(detail)}")
+            what = config_text(detail) if detail else "done"
+            lines.append(f"  [{i}] {r['op']}: {what} ({', '.join(_event_rules(r))})")
         for e in trace.events:
             if e.rule.startswith(("ZCRX-REFILL", "ZCRX-MP", "ZCRX-SCRUB", "ZCRX-COPY")):
                 lines.append(f"    {e.render()}")
