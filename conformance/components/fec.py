@@ -482,6 +482,18 @@ IMX27: Mapping[str, Any] = {"arch": "armhf", "byte_order": "little", "bufdesc_ex
                             "rx_ring_size": 256, "tx_ring_size": 1024,
                             "xdp_tx_frame": False, "redirect_ok": False}
 
+#: ``fsl,imx8mp-fec`` (matched through its ``fsl,imx8mq-fec`` fallback, ``fec_imx8mq_info``)
+#: on Debian's arm64 kernel: extended descriptors, RACC, checksum and VLAN offload, and
+#: FEC_QUIRK_HAS_AVB with the three TX (and RX) queues the i.MX8MP device tree asks for
+#: (``fsl,num-tx-queues``).  The XDP_TX queue of kernels before v7.0 is ``cpu %
+#: num_tx_queues`` (FEC-XDP-005); the RX interrupt, hence NAPI, runs on CPU 0.  Its other
+#: quirks (GBIT, ERR007885, BUG_CAPTURE, COALESCE, EEE, MULTI_QUEUES' RX queues 1-2) change
+#: nothing the fec component models.
+IMX8MP: Mapping[str, Any] = {"arch": "arm64", "byte_order": "little", "bufdesc_ex": True,
+                             "racc": True, "avb": True, "num_tx_queues": 3, "cpu": 0,
+                             "rx_ring_size": 256, "tx_ring_size": 1024,
+                             "xdp_tx_frame": False, "redirect_ok": False}
+
 
 @st.composite
 def board_scenarios(draw: st.DrawFn, fixed: Mapping[str, Any] = IMX6Q) -> Scenario:

@@ -51,10 +51,12 @@ REPORTS = ("packets[*].verdict", "packets[*].ops*", "wire*", "counters.*", "etht
 BOARD_CONFIG: dict[str, Mapping[str, Any]] = {
     "sabrelite": fec.IMX6Q,            # fsl,imx6q-fec: extended descriptors, RACC
     "sabrelite-legacy": fec.IMX27,     # the DT patched to fsl,imx27-fec: legacy descriptors
+    "imx8mp-evk": fec.IMX8MP,          # fsl,imx8mp-fec -> imx8mq quirks: AVB, 3 TX queues
 }
 _DEFAULTS = {"arch": "arm64", "byte_order": "little", "bufdesc_ex": True, "racc": True,
              "rx_csum": True, "vlan_rx": True, "rx_ring_size": RX_RING_SIZE,
-             "tx_ring_size": TX_RING_SIZE, "xdp_tx_frame": False, "redirect_ok": False}
+             "tx_ring_size": TX_RING_SIZE, "xdp_tx_frame": False, "redirect_ok": False,
+             "avb": False, "num_tx_queues": 1, "cpu": 0}
 _EVENT_OPS = {"rx", "napi", "tx_done", "stack_free"}
 _NAPI_WEIGHT = 64
 _NETDEV = tuple(NetStats().as_dict())
@@ -75,7 +77,8 @@ class QemuFecTarget:
         board = board or "sabrelite"
         if board not in BOARD_CONFIG:
             raise TargetUnavailable(f"qemu-fec board {board!r}: use {', '.join(BOARD_CONFIG)}")
-        reason = boot.missing_tools()
+        # imx8mp-evk: QEMU >= 10 may come from the archive (qemu.find), not from PATH
+        reason = boot.missing_tools(None if board == "imx8mp-evk" else "qemu-system-arm")
         if reason:
             raise TargetUnavailable(reason)
         guest.sweep()
@@ -91,7 +94,8 @@ class QemuFecTarget:
         try:
             self.guest: guest.Guest | None = guest.Guest(
                 kernel=self.files.vmlinuz, dtb=self.files.dtb, initrd=self.files.initrd,
-                machine=self.files.machine)
+                machine=self.files.machine, qemu=self.files.qemu.binary,
+                qemu_env=self.files.qemu.env)
         except guest.GuestError as exc:
             raise TargetUnavailable(f"qemu-fec boot: {exc}") from exc
         self.kernel_version = self.files.version

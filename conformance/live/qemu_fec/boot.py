@@ -1,5 +1,5 @@
 """Everything a boot needs, built on the host and cached: the guest probe object, the
-initramfs and the device tree of the chosen board variant."""
+initramfs, the device tree of the chosen board variant and the QEMU that has its machine."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import attrs
 
 from conformance.live.probe import SOURCE as PROBE_SOURCE
-from conformance.live.qemu_fec import image
+from conformance.live.qemu_fec import image, qemu
 from conformance.live.qemu_fec.archive import ImageError
 
 INIT = Path(__file__).with_name("init.sh")
@@ -22,10 +22,24 @@ GUEST_MAX_PKTS = 64
 #: (verdicts, op return codes, lengths), and transmitted bytes arrive on the wire.
 GUEST_FLAGS = ("-DRXO_GUEST", "-DRXO_NO_KFUNCS", f"-DRXO_MAX_PKTS={GUEST_MAX_PKTS}",
                "-DRXO_DATA_CAP=0", "-DRXO_META_CAP=0")
+
+
+@attrs.frozen
+class Board:
+    """A board variant: QEMU's machine and binary, the guest flavour, and whether the
+    device tree is patched to ``fsl,imx27-fec`` (legacy descriptors)."""
+
+    machine: str
+    qemu: str
+    flavour: image.Flavour
+    legacy: bool = False
+
+
 BOARDS = {
-    # name: (QEMU machine, legacy descriptors through the fsl,imx27-fec compatible)
-    "sabrelite": ("sabrelite", False),
-    "sabrelite-legacy": ("sabrelite", True),
+    "sabrelite": Board("sabrelite", "qemu-system-arm", image.FLAVOURS["armhf"]),
+    "sabrelite-legacy": Board("sabrelite", "qemu-system-arm", image.FLAVOURS["armhf"], True),
+    # QEMU >= 10.0 (qemu.find fetches it from backports where the host's is older)
+    "imx8mp-evk": Board("imx8mp-evk", "qemu-system-aarch64", image.FLAVOURS["arm64"]),
 }
 
 
@@ -37,14 +51,17 @@ class BootFiles:
     vmlinuz: Path
     dtb: Path
     initrd: Path
+    qemu: qemu.Qemu = qemu.Qemu("qemu-system-arm")
 
 
-def missing_tools(qemu: str = "qemu-system-arm") -> str | None:
-    """Why the host cannot build or boot the guest, or None."""
+def missing_tools(qemu: str | None = "qemu-system-arm") -> str | None:
+    """Why the host cannot build or boot the guest, or None.  ``qemu`` None: the board's
+    QEMU may come from the archive (:func:`.qemu.find`), it need not be installed."""
     if os.geteuid() != 0:
         return "qemu-fec needs root (a network namespace for QEMU)"
-    for tool, pkg in ((qemu, "qemu-system-arm"), ("clang", "clang"), ("ip", "iproute2"),
-                      ("apt-get", "apt"), ("dpkg-deb", "dpkg")):
+    tools = (("clang", "clang"), ("ip", "iproute2"), ("apt-get", "apt"),
+             ("dpkg-deb", "dpkg"))
+    for tool, pkg in ((qemu, "qemu-system-arm"), *tools) if qemu else tools:
         if shutil.which(tool) is None:
             return f"qemu-fec needs {tool!r} on PATH (apt: {pkg})"
     if not os.path.exists("/usr/include/bpf/bpf_helpers.h"):
@@ -76,12 +93,14 @@ def prepare(board: str = "sabrelite", cache: Path | None = None) -> BootFiles:
     """Kernel, device tree and initramfs for ``board`` (see :data:`BOARDS`)."""
     if board not in BOARDS:
         raise ImageError(f"unknown board {board!r}: {', '.join(BOARDS)}")
-    machine, legacy = BOARDS[board]
+    spec = BOARDS[board]
+    machine, legacy = spec.machine, spec.legacy
     cache = cache or image.cache_root()
-    k = image.kernel(cache)
+    emulator = qemu.find(machine, spec.qemu, cache)
+    k = image.kernel(cache, spec.flavour)
     probe = guest_probe(cache)
     init = INIT.read_bytes()
-    key = hashlib.sha256(probe.read_bytes() + init + " ".join(image.MODULES).encode())
+    key = hashlib.sha256(probe.read_bytes() + init + " ".join(spec.flavour.modules).encode())
     initrd = k.root / f"initrd-{key.hexdigest()[:16]}.gz"
     if not initrd.exists():
         tmp = initrd.with_suffix(f".{os.getpid()}")
@@ -93,4 +112,4 @@ def prepare(board: str = "sabrelite", cache: Path | None = None) -> BootFiles:
         if not patched.exists():
             patched.write_bytes(image.legacy_dtb(dtb.read_bytes()))
         dtb = patched
-    return BootFiles(k.version, machine, legacy, k.vmlinuz, dtb, initrd)
+    return BootFiles(k.version, machine, legacy, k.vmlinuz, dtb, initrd, emulator)
