@@ -4,6 +4,7 @@ XDP verdicts, XDP transmit and TX completion, with page_pool pages accounted thr
 config:  ``byte_order`` ("little" i.MX / "big" ColdFire), ``bufdesc_ex``, ``racc``
          (SHIFT16), ``rx_csum`` (NETIF_F_RXCSUM), ``vlan_rx`` (NETIF_F_HW_VLAN_CTAG_RX),
          ``rx_ring_size``, ``tx_ring_size``, ``avb`` (FEC_QUIRK_HAS_AVB), ``num_tx_queues``,
+         ``num_rx_queues`` (queues 1.. only hold filled pools, FEC-RX-018),
          ``cpu``, ``xdp_tx_frame`` (the XDP_TX of commit f601899e4321, Aug 2023),
          ``redirect_ok``, ``budget`` (NAPI budget, default 64), ``page_alloc_bulk`` (most
          pages one bulk allocation returns; 1 keeps the pool cache empty), ``faults`` (frame index
@@ -212,6 +213,8 @@ def run(scenario: Scenario, trace: Trace | None = None,
     assert dev is not None
     stats = PagePoolStats()
     pool.get_stats(stats)
+    for idle in fep.idle_pools:  # FEC-RX-018, FEC-STATS-004: every queue's pool
+        idle.get_stats(stats)
     return {
         "packets": packets,
         "tx_completions": completions,
@@ -490,7 +493,8 @@ IMX27: Mapping[str, Any] = {"arch": "armhf", "byte_order": "little", "bufdesc_ex
 #: quirks (GBIT, ERR007885, BUG_CAPTURE, COALESCE, EEE, MULTI_QUEUES' RX queues 1-2) change
 #: nothing the fec component models.
 IMX8MP: Mapping[str, Any] = {"arch": "arm64", "byte_order": "little", "bufdesc_ex": True,
-                             "racc": True, "avb": True, "num_tx_queues": 3, "cpu": 0,
+                             "racc": True, "avb": True, "num_tx_queues": 3,
+                             "num_rx_queues": 3, "cpu": 0,
                              "rx_ring_size": 256, "tx_ring_size": 1024,
                              "xdp_tx_frame": False, "redirect_ok": False}
 

@@ -56,7 +56,7 @@ BOARD_CONFIG: dict[str, Mapping[str, Any]] = {
 _DEFAULTS = {"arch": "arm64", "byte_order": "little", "bufdesc_ex": True, "racc": True,
              "rx_csum": True, "vlan_rx": True, "rx_ring_size": RX_RING_SIZE,
              "tx_ring_size": TX_RING_SIZE, "xdp_tx_frame": False, "redirect_ok": False,
-             "avb": False, "num_tx_queues": 1, "cpu": 0}
+             "avb": False, "num_tx_queues": 1, "num_rx_queues": 1, "cpu": 0}
 _EVENT_OPS = {"rx", "napi", "tx_done", "stack_free"}
 _NAPI_WEIGHT = 64
 _NETDEV = tuple(NetStats().as_dict())

@@ -51,7 +51,7 @@ class BootFiles:
     vmlinuz: Path
     dtb: Path
     initrd: Path
-    qemu: qemu.Qemu = qemu.Qemu("qemu-system-arm")
+    qemu: qemu.Qemu = attrs.field(factory=lambda: qemu.Qemu("qemu-system-arm"))
 
 
 def missing_tools(qemu: str | None = "qemu-system-arm") -> str | None:
