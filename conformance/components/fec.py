@@ -500,10 +500,12 @@ IMX8MP: Mapping[str, Any] = {"arch": "arm64", "byte_order": "little", "bufdesc_e
 
 
 @st.composite
-def board_scenarios(draw: st.DrawFn, fixed: Mapping[str, Any] = IMX6Q) -> Scenario:
+def board_scenarios(draw: st.DrawFn, fixed: Mapping[str, Any] = IMX6Q,
+                    kfuncs: bool = False) -> Scenario:
     """Scenarios one SoC's driver can really run: the ``fixed`` config (its quirks, its
     full-size rings), the offloads it lets user space toggle, frames that fit a buffer,
-    the xdp component's op lists without kfuncs, and the device left to itself (the
+    the xdp component's op lists (with kfunc calls only where the board's kernel can load
+    a program calling them, ``kfuncs``), and the device left to itself (the
     default events: no faults, forced allocation failures or restarts).
 
     :func:`scenarios` draws what the model can reach (both byte orders, small rings,
@@ -516,10 +518,10 @@ def board_scenarios(draw: st.DrawFn, fixed: Mapping[str, Any] = IMX6Q) -> Scenar
     per_packet: dict[int, tuple[dict[str, Any], ...]] = {}
     kind = draw(st.sampled_from(["none", "one", "one", "per_packet"]))
     if kind == "one":
-        program = tuple(draw(op_lists(kfuncs=False)))
+        program = tuple(draw(op_lists(kfuncs=kfuncs)))
     elif kind == "per_packet":
         program = ({"op": "return", "action": 2},)
-        per_packet = {i: tuple(draw(op_lists(kfuncs=False))) for i in range(len(frames))
+        per_packet = {i: tuple(draw(op_lists(kfuncs=kfuncs))) for i in range(len(frames))
                       if draw(st.booleans())}
     return Scenario(component="fec", config=config, frames=tuple(frames), program=program,
                     per_packet_programs=per_packet,

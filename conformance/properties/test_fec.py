@@ -48,4 +48,6 @@ def test_fec_board_agrees_with_reference(rx_target: TargetSession, data: st.Data
     real driver names (its ``fixed_config``), else the i.MX6Q's; full-size rings, the
     device left to itself."""
     fixed = getattr(rx_target.target, "fixed_config", None) or fec.IMX6Q
-    check(rx_target, data.draw(fec.board_scenarios(fixed), label="scenario"), COMPONENT)
+    kfuncs = bool(getattr(rx_target.target, "kfuncs", False))
+    check(rx_target, data.draw(fec.board_scenarios(fixed, kfuncs), label="scenario"),
+          COMPONENT)
