@@ -1,7 +1,11 @@
 """The real fec driver: Debian's armhf kernel on QEMU's i.MX6Q SabreLite (``--target
 qemu-fec``, ``qemu-fec:sabrelite``: extended descriptors and RACC, the board's own
 ``fsl,imx6q-fec``; ``qemu-fec:sabrelite-legacy``: the device tree patched to
-``fsl,imx27-fec``, legacy descriptors, no RACC, no checksum or VLAN offload).
+``fsl,imx27-fec``, legacy descriptors, no RACC, no checksum or VLAN offload); and Debian's
+arm64 kernel on QEMU's i.MX8MP EVK (``qemu-fec:imx8mp-evk``: QEMU >= 10.0, unpacked from
+the archive's backports where the host's is older, :mod:`conformance.live.qemu_fec.qemu`;
+``fsl,imx8mp-fec`` with AVB and three queues; its kernel has BTF, so the probe calls the
+metadata kfuncs, loaded bound to eth0: FEC-XDP-001 live).
 
 One guest boots per run (:mod:`conformance.live.qemu_fec`, ~7-25 s) and runs every
 scenario (~1 s each): the scenario's op lists and a RUN command go to the guest as control
@@ -26,7 +30,8 @@ ring slots, skbs (QEMU writes no checksum or VLAN status), page_pool internals,
 conservation, TX completions and ndo_xdp_xmit.
 
 A scenario the board cannot reproduce (another byte order, ring size, descriptor kind,
-injected faults, forced allocation failures, restarts, kfunc calls, more than 64 frames)
+injected faults, forced allocation failures, restarts, kfunc calls on the armhf boards,
+more than 64 frames)
 is "not applicable" (:meth:`QemuFecTarget.supports`); ``fec.board_scenarios`` draws the
 ones it can.
 """
