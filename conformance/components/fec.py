@@ -4,6 +4,7 @@ XDP verdicts, XDP transmit and TX completion, with page_pool pages accounted thr
 config:  ``byte_order`` ("little" i.MX / "big" ColdFire), ``bufdesc_ex``, ``racc``
          (SHIFT16), ``rx_csum`` (NETIF_F_RXCSUM), ``vlan_rx`` (NETIF_F_HW_VLAN_CTAG_RX),
          ``rx_ring_size``, ``tx_ring_size``, ``avb`` (FEC_QUIRK_HAS_AVB), ``num_tx_queues``,
+         ``num_rx_queues`` (queues 1.. only hold filled pools, FEC-RX-018),
          ``cpu``, ``xdp_tx_frame`` (the XDP_TX of commit f601899e4321, Aug 2023),
          ``redirect_ok``, ``budget`` (NAPI budget, default 64), ``page_alloc_bulk`` (most
          pages one bulk allocation returns; 1 keeps the pool cache empty), ``faults`` (frame index
@@ -213,6 +214,8 @@ def run(scenario: Scenario, trace: Trace | None = None,
     assert dev is not None
     stats = PagePoolStats()
     pool.get_stats(stats)
+    for idle in fep.idle_pools:  # FEC-RX-018, FEC-STATS-004: every queue's pool
+        idle.get_stats(stats)
     return {
         "packets": packets,
         "tx_completions": completions,
@@ -489,12 +492,27 @@ IMX27: Mapping[str, Any] = {"arch": "armhf", "byte_order": "little", "bufdesc_ex
                             "rx_ring_size": 256, "tx_ring_size": 1024,
                             "xdp_tx_frame": False, "redirect_ok": False}
 
+#: ``fsl,imx8mp-fec`` (matched through its ``fsl,imx8mq-fec`` fallback, ``fec_imx8mq_info``)
+#: on Debian's arm64 kernel: extended descriptors, RACC, checksum and VLAN offload, and
+#: FEC_QUIRK_HAS_AVB with the three TX (and RX) queues the i.MX8MP device tree asks for
+#: (``fsl,num-tx-queues``).  The XDP_TX queue of kernels before v7.0 is ``cpu %
+#: num_tx_queues`` (FEC-XDP-005); the RX interrupt, hence NAPI, runs on CPU 0.  Its other
+#: quirks (GBIT, ERR007885, BUG_CAPTURE, COALESCE, EEE, MULTI_QUEUES' RX queues 1-2) change
+#: nothing the fec component models.
+IMX8MP: Mapping[str, Any] = {"arch": "arm64", "byte_order": "little", "bufdesc_ex": True,
+                             "racc": True, "avb": True, "num_tx_queues": 3,
+                             "num_rx_queues": 3, "cpu": 0,
+                             "rx_ring_size": 256, "tx_ring_size": 1024,
+                             "xdp_tx_frame": False, "redirect_ok": False}
+
 
 @st.composite
-def board_scenarios(draw: st.DrawFn, fixed: Mapping[str, Any] = IMX6Q) -> Scenario:
+def board_scenarios(draw: st.DrawFn, fixed: Mapping[str, Any] = IMX6Q,
+                    kfuncs: bool = False) -> Scenario:
     """Scenarios one SoC's driver can really run: the ``fixed`` config (its quirks, its
     full-size rings), the offloads it lets user space toggle, frames that fit a buffer,
-    the xdp component's op lists without kfuncs, and the device left to itself (the
+    the xdp component's op lists (with kfunc calls only where the board's kernel can load
+    a program calling them, ``kfuncs``), and the device left to itself (the
     default events: no faults, forced allocation failures or restarts).
 
     :func:`scenarios` draws what the model can reach (both byte orders, small rings,
@@ -507,10 +525,10 @@ def board_scenarios(draw: st.DrawFn, fixed: Mapping[str, Any] = IMX6Q) -> Scenar
     per_packet: dict[int, tuple[dict[str, Any], ...]] = {}
     kind = draw(st.sampled_from(["none", "one", "one", "per_packet"]))
     if kind == "one":
-        program = tuple(draw(op_lists(kfuncs=False)))
+        program = tuple(draw(op_lists(kfuncs=kfuncs)))
     elif kind == "per_packet":
         program = ({"op": "return", "action": 2},)
-        per_packet = {i: tuple(draw(op_lists(kfuncs=False))) for i in range(len(frames))
+        per_packet = {i: tuple(draw(op_lists(kfuncs=kfuncs))) for i in range(len(frames))
                       if draw(st.booleans())}
     return Scenario(component="fec", config=config, frames=tuple(frames), program=program,
                     per_packet_programs=per_packet,

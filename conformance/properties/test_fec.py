@@ -41,11 +41,13 @@ def test_fec_drop_sync_covers_the_longer_length(rx_target: TargetSession,
 
 
 @pytest.mark.rule("FEC-RX-005", "FEC-XDP-001", "FEC-XDP-005", "FEC-TX-003", "FEC-STATS-002",
-                  "FEC-STATS-003", "FEC-STATS-004")
+                  "FEC-STATS-003", "FEC-STATS-004", "FEC-RX-018")
 @given(data=st.data())
 def test_fec_board_agrees_with_reference(rx_target: TargetSession, data: st.DataObject) -> None:
     """One SoC's scenarios (:func:`fec.board_scenarios`): the board a target bound to a
     real driver names (its ``fixed_config``), else the i.MX6Q's; full-size rings, the
     device left to itself."""
     fixed = getattr(rx_target.target, "fixed_config", None) or fec.IMX6Q
-    check(rx_target, data.draw(fec.board_scenarios(fixed), label="scenario"), COMPONENT)
+    kfuncs = bool(getattr(rx_target.target, "kfuncs", False))
+    check(rx_target, data.draw(fec.board_scenarios(fixed, kfuncs), label="scenario"),
+          COMPONENT)

@@ -1,7 +1,11 @@
 """The real fec driver: Debian's armhf kernel on QEMU's i.MX6Q SabreLite (``--target
 qemu-fec``, ``qemu-fec:sabrelite``: extended descriptors and RACC, the board's own
 ``fsl,imx6q-fec``; ``qemu-fec:sabrelite-legacy``: the device tree patched to
-``fsl,imx27-fec``, legacy descriptors, no RACC, no checksum or VLAN offload).
+``fsl,imx27-fec``, legacy descriptors, no RACC, no checksum or VLAN offload); and Debian's
+arm64 kernel on QEMU's i.MX8MP EVK (``qemu-fec:imx8mp-evk``: QEMU >= 10.0, unpacked from
+the archive's backports where the host's is older, :mod:`conformance.live.qemu_fec.qemu`;
+``fsl,imx8mp-fec`` with AVB and three queues; its kernel has BTF, so the probe calls the
+metadata kfuncs, loaded bound to eth0: FEC-XDP-001 live).
 
 One guest boots per run (:mod:`conformance.live.qemu_fec`, ~7-25 s) and runs every
 scenario (~1 s each): the scenario's op lists and a RUN command go to the guest as control
@@ -26,7 +30,8 @@ ring slots, skbs (QEMU writes no checksum or VLAN status), page_pool internals,
 conservation, TX completions and ndo_xdp_xmit.
 
 A scenario the board cannot reproduce (another byte order, ring size, descriptor kind,
-injected faults, forced allocation failures, restarts, kfunc calls, more than 64 frames)
+injected faults, forced allocation failures, restarts, kfunc calls on the armhf boards,
+more than 64 frames)
 is "not applicable" (:meth:`QemuFecTarget.supports`); ``fec.board_scenarios`` draws the
 ones it can.
 """
@@ -51,10 +56,12 @@ REPORTS = ("packets[*].verdict", "packets[*].ops*", "wire*", "counters.*", "etht
 BOARD_CONFIG: dict[str, Mapping[str, Any]] = {
     "sabrelite": fec.IMX6Q,            # fsl,imx6q-fec: extended descriptors, RACC
     "sabrelite-legacy": fec.IMX27,     # the DT patched to fsl,imx27-fec: legacy descriptors
+    "imx8mp-evk": fec.IMX8MP,          # fsl,imx8mp-fec -> imx8mq quirks: AVB, 3 TX queues
 }
 _DEFAULTS = {"arch": "arm64", "byte_order": "little", "bufdesc_ex": True, "racc": True,
              "rx_csum": True, "vlan_rx": True, "rx_ring_size": RX_RING_SIZE,
-             "tx_ring_size": TX_RING_SIZE, "xdp_tx_frame": False, "redirect_ok": False}
+             "tx_ring_size": TX_RING_SIZE, "xdp_tx_frame": False, "redirect_ok": False,
+             "avb": False, "num_tx_queues": 1, "num_rx_queues": 1, "cpu": 0}
 _EVENT_OPS = {"rx", "napi", "tx_done", "stack_free"}
 _NAPI_WEIGHT = 64
 _NETDEV = tuple(NetStats().as_dict())
@@ -75,13 +82,16 @@ class QemuFecTarget:
         board = board or "sabrelite"
         if board not in BOARD_CONFIG:
             raise TargetUnavailable(f"qemu-fec board {board!r}: use {', '.join(BOARD_CONFIG)}")
-        reason = boot.missing_tools()
+        # imx8mp-evk: QEMU >= 10 may come from the archive (qemu.find), not from PATH
+        reason = boot.missing_tools(None if board == "imx8mp-evk" else "qemu-system-arm")
         if reason:
             raise TargetUnavailable(reason)
         guest.sweep()
         self.board = board
         self.name = f"qemu-fec:{board}"
         self.fixed = BOARD_CONFIG[board]
+        #: the probe calls the metadata kfuncs (a guest kernel with BTF: FEC-XDP-001 live)
+        self.kfuncs = boot.BOARDS[board].kfuncs
         try:
             self.files = boot.prepare(board)
         except ArchiveUnreachable as exc:
@@ -91,7 +101,8 @@ class QemuFecTarget:
         try:
             self.guest: guest.Guest | None = guest.Guest(
                 kernel=self.files.vmlinuz, dtb=self.files.dtb, initrd=self.files.initrd,
-                machine=self.files.machine)
+                machine=self.files.machine, qemu=self.files.qemu.binary,
+                qemu_env=self.files.qemu.env)
         except guest.GuestError as exc:
             raise TargetUnavailable(f"qemu-fec boot: {exc}") from exc
         self.kernel_version = self.files.version
@@ -128,7 +139,7 @@ class QemuFecTarget:
             return f"{self.name}: {reason}"
         for i in range(len(scenario.frames)):
             for op in scenario.program_for(i) or ():
-                if op["op"] == "kfunc":
+                if op["op"] == "kfunc" and not self.kfuncs:
                     return (f"{self.name}: the guest kernel has no BTF, so a program calling "
                             "a kfunc cannot load")
         for frame in scenario.frames:

@@ -120,14 +120,35 @@ def fec_enet_open(cfg: FecConfig, *, allocator: pp.PageAllocator | None = None,
             tring.put(i, BufdescEx(cbd_sc=sc, cbd_esc=tx_esc))
         txqs.append(TxQueue(tring, [TxBuffer() for _ in range(cfg.tx_ring_size)], 0,
                             cfg.tx_ring_size - 1, qid))
+    idle = [_idle_rx_queue(cfg) for _ in range(1, cfg.num_rx_queues)]
     emit(trace, "FEC-RX-001", "opened: every RX slot holds a pool page, TX slots empty",
          rx_ring_size=cfg.rx_ring_size, tx_queues=len(txqs))
+    if idle:
+        emit(trace, "FEC-RX-018", "RX queues 1.. get their own filled pools",
+             rx_queues=cfg.num_rx_queues)
     emit(trace, "FEC-STATS-001", "ndev->stats: the RX and TX counters fec keeps, all 0")
     emit(trace, "FEC-RX-014", "page pool created and the RX ring filled",
          pool_size=cfg.rx_ring_size, dma_dir=pool.dma_dir, max_len=pool.max_len)
     emit(trace, "FEC-RX-017", "XDP buffer geometry of the architecture", arch=cfg.arch,
          shinfo=cfg.xdp_arch.shinfo_reserved, xdp_frame=cfg.xdp_arch.sizeof_xdp_frame)
-    return Fep(cfg, bus, dev, allocator, rxq, txqs, syncs=Syncs(record=record))
+    return Fep(cfg, bus, dev, allocator, rxq, txqs, syncs=Syncs(record=record),
+               idle_pools=idle)
+
+
+def _idle_rx_queue(cfg: FecConfig) -> pp.PagePool:
+    """FEC-RX-018: an RX queue other than 0, opened like queue 0 (its own pool, every slot
+    a page from it) and never given a frame: only its pool's counters are observable.
+    Its pages come from an allocator of its own, outside queue 0's conservation."""
+    created = pp.page_pool_create(page_pool_params(cfg, pp.DmaDevice(record=False)),
+                                  allocator=pp.PageAllocator(pp.ARM64_4K))
+    assert created.pool is not None, created.err
+    pool = created.pool
+    pool.use_xdp_mem()
+    for _ in range(cfg.rx_ring_size):
+        if pool.alloc_pages(pp.PROCESS_CONTEXT) is None:
+            raise StateViolation("page allocation failed during open", obj="fec",
+                                 rule="FEC-RX-018")
+    return pool
 
 
 @attrs.frozen

@@ -75,6 +75,8 @@ class FecConfig:
     ``rx_csum``: NETIF_F_RXCSUM (``csum_flags``); ``vlan_rx``: NETIF_F_HW_VLAN_CTAG_RX;
     ``avb``: FEC_QUIRK_HAS_AVB (i.MX6SX, i.MX8MQ/QM, S32V234), which makes TX descriptors
     carry the queue's frame type in ``cbd_esc`` (FEC-TX-003);
+    ``num_rx_queues``: RX queues the device tree asks for (AVB SoCs: up to 3); frames
+    arrive on queue 0, the others only hold their filled pools (FEC-RX-018);
     ``xdp_tx_frame``: the XDP_TX of commit f601899e4321 (Aug 2023), which converts to an
     ``xdp_frame`` first; it was replaced in the same merge (FEC-XDP-008);
     ``redirect_ok``: an XDP_REDIRECT finds a target (FEC-XDP-006);
@@ -93,6 +95,7 @@ class FecConfig:
     rx_ring_size: int = RX_RING_SIZE
     tx_ring_size: int = TX_RING_SIZE
     num_tx_queues: int = 1
+    num_rx_queues: int = 1
     xdp: bool = False
     xdp_tx_frame: bool = False
     redirect_ok: bool = False
@@ -112,6 +115,9 @@ class FecConfig:
         if not 1 <= self.num_tx_queues <= 3:
             raise InvalidConfig("FEC_ENET_MAX_TX_QS is 3", field="num_tx_queues",
                                 value=self.num_tx_queues, rule="FEC-RX-001")
+        if not 1 <= self.num_rx_queues <= 3:
+            raise InvalidConfig("FEC_ENET_MAX_RX_QS is 3", field="num_rx_queues",
+                                value=self.num_rx_queues, rule="FEC-RX-001")
 
     @classmethod
     def from_dict(cls, cfg: dict[str, Any]) -> FecConfig:
@@ -252,6 +258,8 @@ class Fep:
     rxq: RxQueue
     txqs: list[TxQueue]
     stats: NetStats = attrs.field(factory=NetStats)
+    #: the pools of RX queues 1.. (FEC-RX-018): filled at open, no frame reaches them
+    idle_pools: list[pp.PagePool] = attrs.field(factory=list)
     syncs: Syncs = attrs.field(factory=Syncs)
     ops: OpCount = attrs.field(factory=OpCount)
     #: pages of skbs handed to the stack and not yet freed (FEC-RX-012)

@@ -53,11 +53,14 @@ def host_mirror(sources: tuple[str, ...] = ("/etc/apt/sources.list.d/debian.sour
 
 
 class PrivateApt:
-    """``apt-get``/``apt-cache`` for ``ARCH`` packages of ``SUITE`` under ``root``."""
+    """``apt-get``/``apt-cache`` for ``arch`` packages of ``suite`` (one, or several as a
+    tuple: e.g. a suite and its backports) under ``root``."""
 
-    def __init__(self, root: Path, suite: str = SUITE, arch: str = ARCH) -> None:
+    def __init__(self, root: Path, suite: str | tuple[str, ...] = SUITE,
+                 arch: str = ARCH) -> None:
         self.root = root
-        self.suite, self.arch = suite, arch
+        self.suites = (suite,) if isinstance(suite, str) else suite
+        self.suite, self.arch = self.suites[0], arch
         for sub in ("state/lists/partial", "cache/archives/partial"):
             (root / sub).mkdir(parents=True, exist_ok=True)
         (root / "status").touch()
@@ -65,8 +68,8 @@ class PrivateApt:
 
     def configure(self) -> None:
         mirror = host_mirror()
-        (self.root / "sources.list").write_text(
-            f"deb [signed-by={KEYRING}] {mirror} {self.suite} main\n")
+        (self.root / "sources.list").write_text("".join(
+            f"deb [signed-by={KEYRING}] {mirror} {suite} main\n" for suite in self.suites))
         r = self.root
         self.conf.write_text(
             f'Dir::Etc::SourceList "{r}/sources.list";\n'
@@ -111,6 +114,13 @@ class PrivateApt:
         if not match:
             raise ImageError(f"no version for {package}")
         return match.group(1)
+
+    def versions(self, package: str) -> list[str]:
+        """Every version of ``package`` the configured suites offer."""
+        out = self._run("apt-cache", "madison", package)
+        return [cols[1].strip() for line in out.splitlines()
+                if len(cols := line.split("|")) >= 3 and cols[0].strip() == package
+                and "Packages" in cols[2]]
 
     def download(self, packages: list[str], into: Path) -> list[Path]:
         into.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -96,7 +96,8 @@ class Guest:
     """A booted guest; ``command`` runs a shell line in it, ``send``/``receive`` frames."""
 
     def __init__(self, *, kernel: Path, dtb: Path, initrd: Path, machine: str = "sabrelite",
-                 qemu: str = "qemu-system-arm", boot_timeout: float = BOOT_TIMEOUT) -> None:
+                 qemu: str = "qemu-system-arm", qemu_env: Mapping[str, str] | None = None,
+                 boot_timeout: float = BOOT_TIMEOUT) -> None:
         self.dir = RUN_BASE / str(os.getpid())
         self.proc: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
@@ -106,13 +107,13 @@ class Guest:
         self._seq = 0
         _live.append(self)
         try:
-            self._start(kernel, dtb, initrd, machine, qemu, boot_timeout)
+            self._start(kernel, dtb, initrd, machine, qemu, dict(qemu_env or {}), boot_timeout)
         except BaseException:
             self.close()
             raise
 
     def _start(self, kernel: Path, dtb: Path, initrd: Path, machine: str, qemu: str,
-               boot_timeout: float) -> None:
+               qemu_env: dict[str, str], boot_timeout: float) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
         self.dir.mkdir(parents=True)
         self.host_path = str(self.dir / "h.sock")
@@ -133,7 +134,8 @@ class Guest:
                "-net", f"nic,netdev=n0,macaddr={GUEST_MAC}"]
         self.started = time.monotonic()
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+                                     stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
+                                     env={**os.environ, **qemu_env})
         self.console = self._connect(self.dir / "console.sock")
         threading.Thread(target=self._read, daemon=True).start()
         ready = self._until(lambda line: line.startswith("RXO-READY"), boot_timeout, "boot")

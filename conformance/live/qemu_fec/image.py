@@ -1,16 +1,20 @@
-"""The guest: Debian's armhf kernel, its fec modules and a tiny userland, cached by version.
+"""The guest: a Debian kernel, its fec modules and a tiny userland, cached by version.
 
-:func:`kernel` resolves the kernel through the ``linux-image-armmp`` meta-package at run time
+Two guest flavours (:data:`FLAVOURS`): ``armhf`` (the i.MX6Q SabreLite boards, kernel
+``linux-image-armmp``) and ``arm64`` (the i.MX8MP EVK, kernel ``linux-image-arm64``).
+:func:`kernel` resolves the kernel through the flavour's meta-package at run time
 (versions drift and old ones leave the pool), downloads it and the userland (busybox,
 bpftool, ethtool and the libraries they need, found through their Depends) with the private
-apt of :mod:`.archive`, and unpacks them under ``<cache>/qemu-fec/<kernel-version>/``.  A
+apt of :mod:`.archive`, and unpacks them under ``<cache>/qemu-fec/<kernel-version>/`` (the
+version names the flavour: ``6.12.117+deb13-armmp``, ``6.12.117+deb13-arm64``).  A
 completed directory is reused; when the archive cannot be reached the newest completed one
-is used, and without one the target skips.
+of the flavour is used, and without one the target skips.
 
 :func:`initramfs` writes a gzip'd ``newc`` cpio in Python (no cpio, depmod or xz tools):
 busybox, bpftool, ethtool, their libraries, ``fec.ko`` with the closure of its
-``depends=`` (read from each module's ``.modinfo``), ``gpio-mxc`` and ``nvmem-imx-ocotp``
-(the SabreLite device tree waits for them), the probe object and the guest's init script.
+``depends=`` (read from each module's ``.modinfo``), the providers the board's device
+tree waits for (``gpio-mxc``, ``nvmem-imx-ocotp``), the probe object and the guest's init
+script.
 """
 
 from __future__ import annotations
@@ -29,15 +33,41 @@ import attrs
 
 from conformance.live.qemu_fec.archive import ArchiveUnreachable, ImageError, PrivateApt, extract
 
-META_PACKAGE = "linux-image-armmp"
 USERLAND = ("busybox-static", "bpftool", "ethtool")
-#: Modules loaded in this order after their dependencies: the SabreLite DT's GPIO and
-#: OCOTP providers first (fec defers its probe until they exist), then the driver.
-MODULES = ("gpio-mxc", "nvmem-imx-ocotp", "fec")
-LIBDIR = "usr/lib/arm-linux-gnueabihf"
-LOADER = "ld-linux-armhf.so.3"
-DTB = "imx6q-sabrelite.dtb"
 COMPLETE = ".complete"
+
+
+@attrs.frozen
+class Flavour:
+    """One Debian architecture's guest: where its pieces are and what the board needs.
+
+    ``modules`` load in this order after their dependencies: the device tree's GPIO and
+    OCOTP providers first (fec defers its probe until they exist), then the driver."""
+
+    arch: str
+    meta_package: str
+    libdir: str
+    loader: str
+    dtb: str
+    modules: tuple[str, ...]
+    #: the suffix of the kernel's version string (``uname -r``) for this flavour
+    suffix: str
+
+
+FLAVOURS = {
+    "armhf": Flavour("armhf", "linux-image-armmp", "usr/lib/arm-linux-gnueabihf",
+                     "ld-linux-armhf.so.3", "imx6q-sabrelite.dtb",
+                     ("gpio-mxc", "nvmem-imx-ocotp", "fec"), "-armmp"),
+    # arm64: gpio-mxc is built in; the i.MX8MP tree's ENET node names the OCOTP cell
+    # holding the MAC address.
+    "arm64": Flavour("arm64", "linux-image-arm64", "usr/lib/aarch64-linux-gnu",
+                     "ld-linux-aarch64.so.1", "freescale/imx8mp-evk.dtb",
+                     ("nvmem-imx-ocotp", "fec"), "-arm64"),
+}
+ARMHF = FLAVOURS["armhf"]
+#: The armhf flavour's values, by their older names.
+META_PACKAGE, MODULES, LIBDIR, LOADER, DTB = (ARMHF.meta_package, ARMHF.modules, ARMHF.libdir,
+                                              ARMHF.loader, ARMHF.dtb)
 
 
 @attrs.frozen
@@ -46,6 +76,7 @@ class Kernel:
 
     version: str
     root: Path
+    flavour: Flavour = ARMHF
 
     @property
     def kern(self) -> Path:
@@ -64,9 +95,11 @@ class Kernel:
         return self.kern / "usr/lib/modules" / self.version
 
     def dtb(self) -> Path:
-        found = sorted(self.kern.rglob(DTB))
+        want = self.flavour.dtb
+        found = sorted(p for p in self.kern.rglob(Path(want).name)
+                       if p.as_posix().endswith(want))
         if not found:
-            raise ImageError(f"{DTB} is not in linux-image-{self.version}")
+            raise ImageError(f"{want} is not in linux-image-{self.version}")
         return found[0]
 
 
@@ -76,26 +109,28 @@ def cache_root() -> Path:
     return cache_dir() / "qemu-fec"
 
 
-def kernel(root: Path | None = None) -> Kernel:
-    """The current Debian armhf kernel, unpacked (downloaded on first use)."""
+def kernel(root: Path | None = None, flavour: Flavour = ARMHF) -> Kernel:
+    """The current Debian kernel of ``flavour``, unpacked (downloaded on first use)."""
     root = root or cache_root()
-    apt = PrivateApt(root / "apt")
+    # The armhf lists keep their first home (``apt``), so existing caches stay valid.
+    apt = PrivateApt(root / ("apt" if flavour is ARMHF else f"apt-{flavour.arch}"),
+                     arch=flavour.arch)
+    meta = flavour.meta_package
     try:
         apt.update()
-        package = next((d for d in apt.depends(META_PACKAGE)
-                        if d.startswith("linux-image-")), None)
+        package = next((d for d in apt.depends(meta) if d.startswith("linux-image-")), None)
         if package is None:
-            raise ImageError(f"{META_PACKAGE} depends on no linux-image package")
+            raise ImageError(f"{meta} depends on no linux-image package")
         version = package.removeprefix("linux-image-")
-        k = Kernel(version, root / version)
+        k = Kernel(version, root / version, flavour)
         if not (k.root / COMPLETE).exists():
             _fetch(apt, package, k)
         return k
     except ArchiveUnreachable:
-        cached = sorted((p.parent for p in root.glob(f"*/{COMPLETE}")),
+        cached = sorted((p.parent for p in root.glob(f"*{flavour.suffix}/{COMPLETE}")),
                         key=lambda p: p.stat().st_mtime)
         if cached:
-            return Kernel(cached[-1].name, cached[-1])
+            return Kernel(cached[-1].name, cached[-1], flavour)
         raise
 
 
@@ -150,7 +185,7 @@ def module_depends(image: bytes) -> list[str]:
     return [_norm(d) for d in match.group(1).decode().split(",") if d]
 
 
-def load_order(modules: Path, wanted: Iterable[str] = MODULES) -> list[tuple[str, bytes]]:
+def load_order(modules: Path, wanted: Iterable[str] = ARMHF.modules) -> list[tuple[str, bytes]]:
     """``wanted`` and everything they depend on, each after its dependencies."""
     index = module_index(modules)
     order: list[tuple[str, bytes]] = []
@@ -211,20 +246,21 @@ class Cpio:
 def initramfs(k: Kernel, files: Mapping[str, bytes], init: bytes) -> bytes:
     """The guest's initramfs: userland, modules (``/modules/order``), ``files``, ``/init``."""
     c = Cpio()
+    libdir, loader = k.flavour.libdir, k.flavour.loader
     for d in ("bin", "sbin", "dev", "proc", "sys", "tmp", "lib", "usr", "usr/lib", "usr/sbin",
-              "usr/bin", LIBDIR, "modules", "etc"):
+              "usr/bin", libdir, "modules", "etc"):
         c.dir(d)
-    libs = k.userland / LIBDIR
+    libs = k.userland / libdir
     for path in sorted(libs.iterdir()):
         if path.is_symlink():
-            c.symlink(f"{LIBDIR}/{path.name}", os.readlink(path))
+            c.symlink(f"{libdir}/{path.name}", os.readlink(path))
         elif path.is_file() and ".so" in path.name:
-            c.file(f"{LIBDIR}/{path.name}", path.read_bytes(), 0o755)
-    c.symlink(f"lib/{LOADER}", f"../{LIBDIR}/{LOADER}")
+            c.file(f"{libdir}/{path.name}", path.read_bytes(), 0o755)
+    c.symlink(f"lib/{loader}", f"../{libdir}/{loader}")
     c.file("bin/busybox", (k.userland / "usr/bin/busybox").read_bytes(), 0o755)
     for tool in ("bpftool", "ethtool"):
         c.file(f"usr/sbin/{tool}", (k.userland / "usr/sbin" / tool).read_bytes(), 0o755)
-    order = load_order(k.modules)
+    order = load_order(k.modules, k.flavour.modules)
     for name, image in order:
         c.file(f"modules/{name}.ko", image)
     c.file("modules/order", "".join(f"{name}\n" for name, _ in order).encode())

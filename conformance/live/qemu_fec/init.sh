@@ -23,7 +23,11 @@ ip link set eth0 promisc on
 S=/sys/class/net/eth0/statistics
 M=/sys/fs/bpf/rxom
 P=/sys/fs/bpf/rxo
-if ! bpftool prog loadall /probe.o $P pinmaps $M; then
+# A probe calling the metadata kfuncs is bound to eth0 (its XDP program only), so the
+# kernel resolves them through the driver's xdp_metadata_ops.
+XM=
+[ -e /probe.devbound ] && XM="xdpmeta_dev eth0"
+if ! bpftool prog loadall /probe.o $P pinmaps $M $XM; then
 	echo "RXO-FAIL probe load"
 fi
 echo 1 > /proc/sys/net/core/bpf_jit_enable 2>/dev/null
