@@ -42,19 +42,27 @@ from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
 from scapy.layers.sctp import SCTP
 from scapy.packet import Packet, Raw
 
-from conformance.components import Component, require
+from conformance.components import Component, mlx5_ring, require
 from conformance.scenario import Scenario
 from conformance.vectors.ms_rss import MS_KEY
 from reference import rss
+from reference.errors import InvalidConfig
 from reference.mlx5 import cqe as C
 from reference.mlx5 import rx, sim, skbmeta
 from reference.mlx5.counters import Mlx5eRqStats
 from reference.mlx5.device import Compression, DeviceConfig, Mlx5Device, RqType, TsFormat
+from reference.mlx5.ring import RingRun
 from reference.trace import Trace
 
 
 def config_of(scenario: Scenario) -> DeviceConfig:
+    """The device configuration of a frame scenario; its RSS ``key`` and ``indir`` are
+    required there (a ring image has no device, MLX5-RING-001)."""
     cfg = scenario.config
+    for name in ("key", "indir"):
+        if name not in cfg:
+            raise InvalidConfig("a frame scenario's device needs an RSS key and indirection "
+                                "table", field=name, value=None, rule="MLX5-DEV-001")
     return DeviceConfig(
         rss=rss.RssConfig(
             key=bytes.fromhex(str(cfg["key"])), indir=tuple(int(q) for q in cfg["indir"])
@@ -74,7 +82,7 @@ def config_of(scenario: Scenario) -> DeviceConfig:
     )
 
 
-def _cqe_obs(cqe: C.mlx5_cqe64) -> dict[str, Any]:
+def cqe_obs(cqe: C.mlx5_cqe64) -> dict[str, Any]:
     return {k: (v.hex() if isinstance(v, bytes) else v)
             for k, v in attrs.asdict(cqe, recurse=False).items()}
 
@@ -132,13 +140,16 @@ _RECORD_KEYS = ("kind", "frame", "mxbuf", "ops", "verdict", "exception", "fate",
 
 
 def run(scenario: Scenario, trace: Trace | None = None) -> dict[str, Any]:
-    """MLX5-COMP-005: device and driver on one ring, polled until drained."""
+    """MLX5-COMP-005: device and driver on one ring, polled until drained; a ring-image
+    scenario runs the driver alone (MLX5-RING-001, :mod:`.mlx5_ring`)."""
+    if mlx5_ring.is_ring(scenario):
+        return mlx5_ring.run(scenario, trace)
     cfg = scenario.config
     if runs_handlers(scenario):
         d = driver_run(scenario, trace)
         cqes = [c for p in d.polls for c in p.cqes]
         return {
-            "packets": [_cqe_obs(c) for c in cqes],
+            "packets": [cqe_obs(c) for c in cqes],
             "polls": [p.work_done for p in d.polls],
             "stats": dict(d.stats),
             "xdp": [{k: r[k] for k in _RECORD_KEYS} for r in d.records],
@@ -155,7 +166,7 @@ def run(scenario: Scenario, trace: Trace | None = None) -> dict[str, Any]:
         trace=trace,
     )
     return {
-        "packets": [_cqe_obs(c) for c in result.cqes],
+        "packets": [cqe_obs(c) for c in result.cqes],
         "polls": [p.work_done for p in result.polls],
         "stats": dict(result.stats),
     }
@@ -228,6 +239,8 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pages.*", ("MLX5-RX-003",)),
     ("polls*", ("MLX5-CQ-003", "MLX5-CQ-004")),
     ("stats.*", ("MLX5-CQ-010",)),
+    ("cc", ("MLX5-RING-001",)),
+    ("recovering", ("MLX5-CQE-009",)),
 )
 
 _FATE_RULES = {"drop": "MLX5-XDP-005", "tx": "MLX5-XDP-007", "redirect": "MLX5-XDP-009",
@@ -316,11 +329,16 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     """A kfunc record is governed by that kfunc's rule (the hash of a packet whose CQE
     the CQ reader cleared by MLX5-KF-003); a fate by the rule of the reference's fate;
     CQEs, polls and the compression counters as :func:`_cq_attribution` says."""
-    cq_rules = _cq_attribution(scenario)
-    if not runs_handlers(scenario):
-        return cq_rules
-    d = driver_run(scenario)
-    real_time = config_of(scenario).ts_format is TsFormat.REAL_TIME
+    d: rx.DriverRun | RingRun
+    cq_rules: Callable[[str], tuple[str, ...]]
+    if mlx5_ring.is_ring(scenario):
+        cq_rules, d = _ring_rules, mlx5_ring.ring_run(scenario)
+    else:
+        cq_rules = _cq_attribution(scenario)
+        if not runs_handlers(scenario):
+            return cq_rules
+        d = driver_run(scenario)
+    real_time = str(scenario.config.get("ts_format", "free_running")) == "real_time"
     cqes = [c for p in d.polls for c in p.cqes]
 
     def rules(path: str) -> tuple[str, ...]:
@@ -348,6 +366,22 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         return ()
 
     return rules
+
+
+def _ring_rules(path: str) -> tuple[str, ...]:
+    """MLX5-RING-001: in a ring image the CQEs come from the ring, not from a device
+    rule: a handler-visible CQE field is the reader's (decompression) or the ring's."""
+    if path.startswith("packets["):
+        field = path.partition("].")[2]
+        if field in ("byte_cnt", "check_sum", "wqe_counter", "op_own", "rss_hash_result",
+                     "rss_hash_type"):
+            return ("MLX5-CQ-005", "MLX5-CQ-006", "MLX5-CQ-007", "MLX5-RING-001")
+        return ("MLX5-RING-001",)
+    if path in ("cc", "polls") or path.startswith("polls["):
+        return ("MLX5-RING-001", "MLX5-CQ-003", "MLX5-CQ-004")
+    if path == "recovering":
+        return ("MLX5-CQE-009",)
+    return ()
 
 
 _CSUM_GATES = ("MLX5-CSUM-001", "MLX5-CSUM-002", "MLX5-CSUM-003", "MLX5-CSUM-004",
