@@ -494,6 +494,12 @@ def replay(args: argparse.Namespace) -> int:
         if scenario.component not in target.capabilities.components:
             print(f"not applicable: {args.target} does not implement {scenario.component!r}")
             return EXIT_OK
+        lacking = component.sides_needed(scenario) - target.capabilities.sides_of(
+            scenario.component)
+        if lacking:
+            print(f"not applicable: {args.target} does not implement the "
+                  f"{'/'.join(sorted(lacking))} side of {scenario.component!r}")
+            return EXIT_OK
         actual = TargetSession(target, args.target, kernel=scenario.kernel).run(
             scenario, expected, mask)
         reports = target.capabilities.reports

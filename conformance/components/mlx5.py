@@ -407,8 +407,14 @@ def _csum_blame(scenario: Scenario, cqe: C.mlx5_cqe64, skb: dict[str, Any],
     return (gates[0],) if gates else ("MLX5-CSUM-007",)
 
 
+def sides(scenario: Scenario) -> frozenset[str]:
+    """Protocol 1.2: a ring image exercises the driver alone (MLX5-RING-001); a frame
+    scenario the device writing the ring, then the driver (MLX5-RING-004)."""
+    return mlx5_ring.DRIVER if mlx5_ring.is_ring(scenario) else frozenset({"device", "driver"})
+
+
 COMPONENT = Component(name="mlx5", expected=expected, field_rules=_FIELD_RULES,
-                      attribute=attribute, applied=applied)
+                      attribute=attribute, applied=applied, sides=sides)
 
 
 def _eth() -> Ether:

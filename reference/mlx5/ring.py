@@ -120,6 +120,20 @@ def _check_indices(cqe: C.mlx5_cqe64, striding: bool, log_wq_size: int) -> None:
                              field="wqe_id", value=cqe.wqe_id, rule="MLX5-RING-003")
 
 
+def _check_modelled(cqe: C.mlx5_cqe64) -> None:
+    """MLX5-RING-003: success CQEs that would take ``mlx5e_build_rx_skb`` into paths the
+    model does not describe are refused: kTLS (``get_cqe_tls_offload``), PSP / IPsec /
+    MACsec / TC-chain restore (all keyed on ``ft_metadata``) and LRO (``lro_num_seg`` > 1,
+    ``mlx5e_lro_update_hdr``).  Below those thresholds the LRO and SHAMPO bytes are never
+    read, whatever they hold."""
+    for what, value in (("get_cqe_tls_offload", C.get_cqe_tls_offload(cqe)),
+                        ("ft_metadata", cqe.ft_metadata),
+                        ("lro_num_seg > 1", max(0, C.get_cqe_lro_num_seg(cqe) - 1))):
+        if value:
+            raise MalformedInput(f"{what}: a driver path the model does not describe",
+                                 field=what.split()[0], value=value, rule="MLX5-RING-003")
+
+
 @attrs.frozen
 class RingRun:
     """What the driver made of one ring image."""
@@ -169,8 +183,10 @@ def replay(
     def handler(cqe: C.mlx5_cqe64) -> None:
         index = len(records)
         _check_indices(cqe, striding, params.log_wq_size)
-        data = b"" if C.MLX5E_RX_ERR_CQE(cqe) or (striding and C.mpwrq_is_filler_cqe(cqe)) \
-            else packet_of(cqe, buffers, rq_cfg, params.log_wq_size, log_num_strides)
+        data = b""
+        if not (C.MLX5E_RX_ERR_CQE(cqe) or (striding and C.mpwrq_is_filler_cqe(cqe))):
+            _check_modelled(cqe)
+            data = packet_of(cqe, buffers, rq_cfg, params.log_wq_size, log_num_strides)
         emit(trace, "MLX5-RX-002", "RX handler called", index=index, frame=index)
         rec = rq.handle_cqe(cqe, data, program_for(index), trace)
         rec["frame"] = index
