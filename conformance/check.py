@@ -202,7 +202,7 @@ def check(
     caps = session.target.capabilities
     if scenario.component not in caps.components:
         pytest.skip(f"not applicable: {session.spec} does not implement {scenario.component!r}")
-    lacking = component.sides_needed(scenario) - caps.sides_of(scenario.component)
+    lacking = caps.lacks(scenario.component, component.sides_needed(scenario))
     if lacking:
         pytest.skip(f"not applicable: {session.spec} does not implement the "
                     f"{'/'.join(sorted(lacking))} side of {scenario.component!r}")

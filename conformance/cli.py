@@ -494,8 +494,8 @@ def replay(args: argparse.Namespace) -> int:
         if scenario.component not in target.capabilities.components:
             print(f"not applicable: {args.target} does not implement {scenario.component!r}")
             return EXIT_OK
-        lacking = component.sides_needed(scenario) - target.capabilities.sides_of(
-            scenario.component)
+        lacking = target.capabilities.lacks(scenario.component,
+                                            component.sides_needed(scenario))
         if lacking:
             print(f"not applicable: {args.target} does not implement the "
                   f"{'/'.join(sorted(lacking))} side of {scenario.component!r}")

@@ -62,13 +62,17 @@ class Capabilities:
     reports: tuple[str, ...] = ("*",)
     kernel: str | None = None
     #: Protocol 1.2: for a component with a device and a driver half (``mlx5``), the
-    #: halves the target implements (``"device"``, ``"driver"``); a component not named
-    #: here is implemented whole.  A scenario needing a half the target lacks is *not
-    #: applicable* (MLX5-RING-001).
+    #: halves the target implements on their own (``"device"``, ``"driver"``).  A
+    #: component not named here is implemented only whole, as in protocol 1.1: it gets
+    #: the scenarios that run both halves together and no others (MLX5-RING-001).
     sides: Mapping[str, frozenset[str]] = attrs.field(factory=dict, hash=False)
 
-    def sides_of(self, component: str) -> frozenset[str]:
-        return self.sides.get(component, SIDES)
+    def lacks(self, component: str, needed: frozenset[str]) -> frozenset[str]:
+        """The halves a scenario needs that this target did not declare (empty: it runs)."""
+        declared = self.sides.get(component)
+        if declared is None:
+            return frozenset() if needed in (frozenset(), SIDES) else needed
+        return needed - declared
 
     def to_json(self) -> dict[str, Any]:
         """The hello's ``capabilities`` (the kernel travels beside it, as ``hello.kernel``)."""
