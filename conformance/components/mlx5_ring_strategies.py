@@ -137,12 +137,9 @@ def _ring_scenarios(draw: st.DrawFn) -> Scenario:
             continue
         if kind == "session" and end - c >= 2:
             n = draw(st.integers(1, end - c))
-            title = success(c)
-            if striding and hw_stridx is False:
-                title = C.mlx5_cqe64.unpack(title.pack()[:60] + bytes(4))  # stride 0
-            raw = bytearray(title.pack())
-            raw[44:48] = n.to_bytes(4, "big")
-            slots[c] = stamp(bytes(raw), c, C.MLX5_COMPRESSED)
+            title = bytearray(success(c).pack())
+            title[44:48] = n.to_bytes(4, "big")  # byte_cnt: the session's packet count
+            slots[c] = stamp(bytes(title), c, C.MLX5_COMPRESSED)
             for j in range(1, n):  # mini arrays at +1, +8, +16; the rest garbage
                 slots[c + j] = (b"".join(mini() for _ in range(8)) if j == 1 or j % 8 == 0
                                 else draw(st.binary(min_size=64, max_size=64)))
@@ -164,11 +161,11 @@ def _ring_scenarios(draw: st.DrawFn) -> Scenario:
     ring: list[bytes] = []
     for ix in range(size):
         counter = cc + ((ix - cc) % size)
-        raw = slots.get(counter)
-        if raw is None:  # one lap old: the previous lap's owner bit and validity byte
-            stale = stamp(success(counter).pack(), counter - size)
-            raw = stale
-        ring.append(raw)
+        written = slots.get(counter)
+        # Not written this lap: a CQE one lap old (the previous lap's owner bit and
+        # validity byte), which the reader must not take for a new one (MLX5-CQ-001/002).
+        ring.append(written if written is not None
+                    else stamp(success(counter).pack(), counter - size))
     buffers = {w: draw(st.sampled_from(_FRAMES)) * (1 + (max_len // 60 if striding else 0))
                for w in range(1 << log_wq) if draw(st.integers(0, 3))}
     program = None
