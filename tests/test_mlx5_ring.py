@@ -327,3 +327,22 @@ def test_sides_decide_which_form_a_target_is_sent() -> None:
     both = Capabilities(frozenset({"mlx5"}), sides={"mlx5": SIDES})
     assert not both.lacks("mlx5", ring_needs) and not both.lacks("mlx5", frame_needs)
     assert both.to_json()["sides"] == {"mlx5": ["device", "driver"]}
+
+
+@pytest.mark.rule("MLX5-RING-004", "MLX5-DEV-013")
+def test_the_device_side_alone_writes_the_ring_the_driver_side_reads() -> None:
+    """A ``write`` scenario answers the ring image and placements; as ring events they are
+    the image :func:`mlx5_ring.from_frame_scenario` builds."""
+    frames = (FRAME,) * 3  # one flow: one basic session (MLX5-COMP-001)
+    base = Scenario("mlx5", config={"key": "00" * 40, "indir": [0], "log_cq_size": 3,
+                                    "compression": "basic", "start": 5, "rx_path": True},
+                    frames=frames)
+    out = run(attrs.evolve(base, events=({"op": "write"},)))
+    assert out["pc"] == 5 + 3 and out["pending"] == 0
+    assert [p["wqe"] for p in out["placements"]] == [0, 1, 2]
+    title = C.mlx5_cqe64.unpack(bytes.fromhex(out["slots"][5]))
+    assert C.mlx5_get_cqe_format(title) == C.MLX5_COMPRESSED and title.byte_cnt == 3
+    image = mlx5_ring.from_frame_scenario(base)
+    assert image.events[0]["slots"] == out["slots"] and image.events[0]["cc"] == 5
+    assert mlx5.COMPONENT.sides_needed(attrs.evolve(base, events=({"op": "write"},))) == {
+        "device"}

@@ -144,6 +144,8 @@ def run(scenario: Scenario, trace: Trace | None = None) -> dict[str, Any]:
     scenario runs the driver alone (MLX5-RING-001, :mod:`.mlx5_ring`)."""
     if mlx5_ring.is_ring(scenario):
         return mlx5_ring.run(scenario, trace)
+    if mlx5_ring.is_write(scenario):
+        return mlx5_ring.device_write(scenario, trace)
     cfg = scenario.config
     if runs_handlers(scenario):
         d = driver_run(scenario, trace)
@@ -240,6 +242,10 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("polls*", ("MLX5-CQ-003", "MLX5-CQ-004")),
     ("stats.*", ("MLX5-CQ-010",)),
     ("cc", ("MLX5-RING-001",)),
+    ("slots*", ("MLX5-DEV-013", "MLX5-COMP-002", "MLX5-COMP-003", "MLX5-RING-004")),
+    ("pc", ("MLX5-DEV-013", "MLX5-RING-004")),
+    ("pending", ("MLX5-DEV-013", "MLX5-RING-004")),
+    ("placements*", ("MLX5-DEV-008", "MLX5-DEV-010", "MLX5-RING-004")),
     ("recovering", ("MLX5-CQE-009",)),
 )
 
@@ -331,6 +337,8 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     CQEs, polls and the compression counters as :func:`_cq_attribution` says."""
     d: rx.DriverRun | RingRun
     cq_rules: Callable[[str], tuple[str, ...]]
+    if mlx5_ring.is_write(scenario):  # the device alone: COMPONENT's field rules
+        return lambda path: ()
     if mlx5_ring.is_ring(scenario):
         cq_rules, d = _ring_rules, mlx5_ring.ring_run(scenario)
     else:
@@ -408,9 +416,12 @@ def _csum_blame(scenario: Scenario, cqe: C.mlx5_cqe64, skb: dict[str, Any],
 
 
 def sides(scenario: Scenario) -> frozenset[str]:
-    """Protocol 1.2: a ring image exercises the driver alone (MLX5-RING-001); a frame
-    scenario the device writing the ring, then the driver (MLX5-RING-004)."""
-    return mlx5_ring.DRIVER if mlx5_ring.is_ring(scenario) else frozenset({"device", "driver"})
+    """Protocol 1.2: a ring image exercises the driver alone (MLX5-RING-001), a ``write``
+    scenario the device alone; a frame scenario the device writing the ring, then the
+    driver (MLX5-RING-004)."""
+    if mlx5_ring.is_ring(scenario):
+        return mlx5_ring.DRIVER
+    return mlx5_ring.DEVICE if mlx5_ring.is_write(scenario) else frozenset({"device", "driver"})
 
 
 COMPONENT = Component(name="mlx5", expected=expected, field_rules=_FIELD_RULES,

@@ -32,14 +32,47 @@ from reference.mlx5.device import Compression, RqType
 from reference.mlx5.ring import RingImage, RingRun, RxBuffers, replay
 from reference.trace import Trace
 
-RING_OP, BUFFER_OP = "ring", "buffer"
+RING_OP, BUFFER_OP, WRITE_OP = "ring", "buffer", "write"
 #: MLX5-RING-001: what the driver side of a ring-image scenario needs from a target.
 DRIVER = frozenset({"driver"})
+#: MLX5-RING-004: what the device side of a write scenario needs.
+DEVICE = frozenset({"device"})
 
 
 def is_ring(scenario: Scenario) -> bool:
     """A scenario is in the ring-image form when one of its events is the ring."""
     return any(e.get("op") == RING_OP for e in scenario.events)
+
+
+def is_write(scenario: Scenario) -> bool:
+    """A frame scenario with a ``write`` event asks the device side alone for its ring."""
+    return any(e.get("op") == WRITE_OP for e in scenario.events)
+
+
+def device_write(scenario: Scenario, trace: Trace | None = None) -> dict[str, Any]:
+    """MLX5-RING-004: the device side alone: the frames are received and every unit that
+    fits is written into an empty CQ whose consumer stands at ``start``, before any poll.
+    The answer is a ring image (``slots``, ``pc``) plus ``placements`` (where each frame's
+    bytes went) and ``pending`` (completions that did not fit): with the placements as
+    buffers, what the driver side replays (MLX5-RING-001)."""
+    from conformance.components.mlx5 import config_of
+    from reference.mlx5.device import Mlx5Device, new_ring
+
+    cfg = config_of(scenario)
+    start = int(scenario.config.get("start", 0))
+    device = Mlx5Device(cfg, pc=start)
+    stamps = scenario.config.get("timestamps")
+    device.receive(list(scenario.frames), None if stamps is None else [int(t) for t in stamps],
+                   trace)
+    ring = new_ring(cfg.log_cq_size, start)
+    device.write(ring, start, trace)
+    return {
+        "slots": [ring[i * C.CQE_SIZE : (i + 1) * C.CQE_SIZE].hex() for i in range(cfg.cq_size)],
+        "pc": device.pc,
+        "pending": device.pending,
+        "placements": [{"frame": p.frame, "wqe": p.wqe_index, "offset": p.offset,
+                        "data": p.data.hex()} for p in device.placements],
+    }
 
 
 def image_of(scenario: Scenario) -> tuple[RingImage, RxBuffers]:

@@ -177,3 +177,15 @@ def _ring_scenarios(draw: st.DrawFn) -> Scenario:
     return Scenario("mlx5", config=config, events=ring_events(ring, cc, buffers),
                     program=program, rules=("MLX5-RING-001", "MLX5-RING-005",
                                             "MLX5-RING-006"))
+
+
+def write_scenarios() -> st.SearchStrategy[Scenario]:
+    """The frame scenarios of the CQ property, asked of the device side alone: the ring
+    it writes before the first poll (MLX5-RING-004)."""
+    import attrs
+
+    from conformance.components.mlx5 import cq_scenarios
+    from conformance.components.mlx5_ring import WRITE_OP
+
+    return cq_scenarios().map(lambda s: attrs.evolve(s, events=({"op": WRITE_OP},),
+                                                     rules=("MLX5-RING-004",)))

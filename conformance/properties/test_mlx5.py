@@ -8,7 +8,7 @@ from hypothesis import given
 
 from conformance.check import TargetSession, check
 from conformance.components import mlx5
-from conformance.components.mlx5_ring_strategies import ring_scenarios
+from conformance.components.mlx5_ring_strategies import ring_scenarios, write_scenarios
 from conformance.scenario import Scenario
 
 COMPONENT = mlx5.COMPONENT
@@ -69,4 +69,13 @@ def test_mlx5_skb_checksum_and_metadata(rx_target: TargetSession, scenario: Scen
 @given(scenario=ring_scenarios())
 def test_mlx5_driver_on_ring_images(rx_target: TargetSession, scenario: Scenario) -> None:
     """Needs ``capabilities.sides`` to name the driver half of mlx5 (PROTOCOL.md 1.2)."""
+    check(rx_target, scenario, COMPONENT)
+
+
+@pytest.mark.rule("MLX5-RING-004", "MLX5-DEV-002", "MLX5-DEV-003", "MLX5-DEV-005",
+                  "MLX5-DEV-008", "MLX5-DEV-010", "MLX5-DEV-011", "MLX5-DEV-013",
+                  "MLX5-COMP-001", "MLX5-COMP-002", "MLX5-COMP-003", "MLX5-COMP-004")
+@given(scenario=write_scenarios())
+def test_mlx5_device_writes_the_ring(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Needs ``capabilities.sides`` to name the device half of mlx5 (PROTOCOL.md 1.2)."""
     check(rx_target, scenario, COMPONENT)
