@@ -65,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="the scenario's events as JSON text, or @FILE (see PROTOCOL.md)")
     e.add_argument("--kernel", default=None, metavar="VERSION",
                    help="the kernel version to narrate for (default: the newest, 7.3)")
+    e.add_argument("--ring", type=Path, default=None, metavar="FILE",
+                   help="with --driver mlx5: a captured completion ring (text hexdump or "
+                        "JSON, see README) replayed through the driver alone")
 
     r = sub.add_parser("replay", help="run one scenario (JSON) on a target and compare")
     r.add_argument("scenario", help="the scenario as JSON text, or @FILE")
@@ -390,6 +393,17 @@ def explain(args: argparse.Namespace) -> int:
         except CaptureError as exc:
             raise UsageError(str(exc)) from None
         frames, notes = capture.frames, capture.notes
+    if args.ring is not None:  # MLX5-RING-001: a captured ring replaces frames and events
+        from conformance.ring_capture import RingFileError, load_ring
+
+        if args.driver != "mlx5" or args.pcap is not None or args.events is not None:
+            raise UsageError("--ring FILE: a captured mlx5 completion ring; use it with "
+                             "--driver mlx5, without a pcap or --events")
+        try:
+            ring_config, events = load_ring(args.ring)
+        except RingFileError as exc:
+            raise UsageError(str(exc)) from None
+        config = {**ring_config, **config} if isinstance(config, dict) else config
     if isinstance(config, dict):  # what explain fills in for a user who gave nothing
         config = {**getattr(module, "EXPLAIN_DEFAULTS", {}), **config}
     try:  # each option's own schema first, so the message names the option

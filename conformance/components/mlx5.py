@@ -673,6 +673,11 @@ _L4 = {0: "none", 1: "TCP (no ACK)", 2: "UDP", 3: "TCP (ACK, no data)", 4: "TCP 
 
 
 def _cqe_story(cqe: C.mlx5_cqe64) -> str:
+    if C.MLX5E_RX_ERR_CQE(cqe):  # read as mlx5_err_cqe, as trigger_report does
+        err = C.mlx5_err_cqe.unpack(cqe.pack())
+        return (f"error CQE: opcode {C.get_cqe_opcode(cqe)}, syndrome {err.syndrome:#04x}, "
+                f"vendor_err_synd {err.vendor_err_synd:#04x}, wqe_counter {err.wqe_counter}"
+                "  (MLX5-CQE-009, MLX5-RING-006)")
     ok = "+".join(n for n, b in (("L2", C.CQE_L2_OK), ("L3", C.CQE_L3_OK), ("L4", C.CQE_L4_OK))
                   if cqe.hds_ip_ext & b) or "none"
     vlan = f", stripped tag TCI {cqe.vlan_info:#06x}" if C.cqe_has_vlan(cqe) else ""
@@ -695,16 +700,21 @@ def explain(scenario: Scenario) -> str:
     skb metadata and where the page went.  The RX handlers always run (``rx_path``)."""
     scenario = attrs.evolve(scenario, config={**EXPLAIN_DEFAULTS, **scenario.config})
     trace = Trace()
-    d = driver_run(scenario, trace)
-    cqes = [c for p in d.polls for c in p.cqes]
     cfg = scenario.config
-    lines = [
-        f"mlx5: {len(scenario.frames)} frame(s); RQ {cfg.get('rq_type', 'cyclic')}, "
-        f"compression {cfg.get('compression', 'none')}, VLAN strip "
-        f"{bool(cfg.get('vlan_strip', False))}, RXCSUM {bool(cfg.get('rxcsum', True))}, "
-        f"csum_full {bool(cfg.get('csum_full', False))}, XDP program "
-        f"{'attached' if has_program(scenario) else 'none'}",
-    ]
+    d: rx.DriverRun | RingRun
+    if mlx5_ring.is_ring(scenario):  # a captured ring: the driver alone (MLX5-RING-001)
+        d = mlx5_ring.ring_run(scenario, trace)
+        lines = mlx5_ring.explain_ring(scenario)
+    else:
+        d = driver_run(scenario, trace)
+        lines = [
+            f"mlx5: {len(scenario.frames)} frame(s); RQ {cfg.get('rq_type', 'cyclic')}, "
+            f"compression {cfg.get('compression', 'none')}, VLAN strip "
+            f"{bool(cfg.get('vlan_strip', False))}, RXCSUM {bool(cfg.get('rxcsum', True))}, "
+            f"csum_full {bool(cfg.get('csum_full', False))}, XDP program "
+            f"{'attached' if has_program(scenario) else 'none'}",
+        ]
+    cqes = [c for p in d.polls for c in p.cqes]
     starts = [i for i, e in enumerate(trace.events)
               if e.rule == "MLX5-RX-002" and e.what == "RX handler called"]
     lines.append("device and CQ:")
@@ -734,4 +744,7 @@ def explain(scenario: Scenario) -> str:
     lines.append("pages: " + ", ".join(f"{k} {v}" for k, v in d.pages.items()))
     lines.append("counters: " + ", ".join(f"{k}={v}" for k, v in d.counters.items() if v))
     lines.append("CQ: " + ", ".join(f"{k}={v}" for k, v in d.stats.items()))
+    if isinstance(d, RingRun):
+        lines.append(f"consumer counter after the last poll: {d.cc}; RQ recovery "
+                     f"{'queued (MLX5-RING-006)' if d.recovering else 'not started'}")
     return "\n".join(lines)

@@ -187,3 +187,34 @@ def from_frame_scenario(scenario: Scenario) -> Scenario:
     return attrs.evolve(scenario, frames=(), config=config, per_packet_programs=per_call,
                         events=ring_events(slots, start, {k: bytes(v)
                                                           for k, v in buffers.items()}))
+
+
+_FORMATS = {0: "plain", 1: "inline32", 2: "inline64", 3: "compressed"}
+
+
+def explain_ring(scenario: Scenario, most: int = 64) -> list[str]:
+    """The headline and the slots from ``cc`` on as the reader will meet them: owner bit
+    (validity byte with enhanced compression), format and opcode (MLX5-CQE-003)."""
+    image, buffers = image_of(scenario)
+    params = params_of(scenario, image)
+    size = 1 << image.log_cq_size
+    lap = image.cc >> image.log_cq_size
+    cfg = scenario.config
+    lines = [f"mlx5 ring image: {size} slots, cc {image.cc} (lap {lap}, slot "
+             f"{image.cc & (size - 1)}), {len(buffers.wqes)} buffer(s); RQ "
+             f"{cfg.get('rq_type', 'cyclic')}, {'enhanced' if params.enhanced else 'basic'} "
+             f"reader, XDP program "
+             f"{'attached' if scenario.program or scenario.per_packet_programs else 'none'}"
+             " (MLX5-RING-001)"]
+    for k in range(min(size, most)):
+        counter = image.cc + k
+        raw = image.slot(counter & (size - 1))
+        op_own, lap_k = raw[63], counter >> image.log_cq_size
+        new = (raw[62] == lap_k & 0xFF) if params.enhanced else ((op_own & 1) == lap_k & 1)
+        mark = f"validity {raw[62]}" if params.enhanced else f"owner {op_own & 1}"
+        lines.append(f"  slot {counter & (size - 1)} (counter {counter}): {mark} -> "
+                     f"{'new' if new else 'not new'}; format "
+                     f"{_FORMATS[(op_own >> 2) & 3]}, opcode {op_own >> 4}")
+    if size > most:
+        lines.append(f"  ... {size - most} more slots")
+    return lines
