@@ -295,7 +295,7 @@ def test_ring_scenarios_are_schema_checked() -> None:
 
 @pytest.mark.rule("MLX5-RING-004", "MLX5-RING-001", "MLX5-RING-002")
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(scenario=mlx5.scenarios())
+@given(scenario=mlx5.scenarios())  # the frame forms only
 def test_frame_scenario_equals_its_ring_image(scenario: Scenario) -> None:
     try:
         image = mlx5_ring.from_frame_scenario(scenario)

@@ -491,6 +491,15 @@ def scenarios() -> st.SearchStrategy[Scenario]:
                      csum_scenarios())
 
 
+def fixture_scenarios() -> st.SearchStrategy[Scenario]:
+    """What ``rx-oracle fixtures generate`` draws: the frame scenarios, and the ring
+    images of the driver side and the write scenarios of the device side (protocol 1.2,
+    MLX5-RING-001/004), so a corpus replays against a target of either half."""
+    from conformance.components.mlx5_ring_strategies import ring_scenarios, write_scenarios
+
+    return st.one_of(scenarios(), ring_scenarios(), write_scenarios())
+
+
 @st.composite
 def cq_scenarios(draw: st.DrawFn) -> Scenario:
     """Mixed flows; a third of the time a long compressed session of one flow read

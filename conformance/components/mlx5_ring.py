@@ -30,7 +30,7 @@ from reference.mlx5 import cqe as C
 from reference.mlx5.cq import RqParams
 from reference.mlx5.device import Compression, RqType
 from reference.mlx5.ring import RingImage, RingRun, RxBuffers, replay
-from reference.trace import Trace
+from reference.trace import Trace, emit
 
 RING_OP, BUFFER_OP, WRITE_OP = "ring", "buffer", "write"
 #: MLX5-RING-001: what the driver side of a ring-image scenario needs from a target.
@@ -66,6 +66,8 @@ def device_write(scenario: Scenario, trace: Trace | None = None) -> dict[str, An
                    trace)
     ring = new_ring(cfg.log_cq_size, start)
     device.write(ring, start, trace)
+    emit(trace, "MLX5-RING-004", "device side alone: ring written", pc=device.pc,
+         pending=device.pending)
     return {
         "slots": [ring[i * C.CQE_SIZE : (i + 1) * C.CQE_SIZE].hex() for i in range(cfg.cq_size)],
         "pc": device.pc,

@@ -184,9 +184,16 @@ def replay(
         index = len(records)
         _check_indices(cqe, striding, params.log_wq_size)
         data = b""
-        if not (C.MLX5E_RX_ERR_CQE(cqe) or (striding and C.mpwrq_is_filler_cqe(cqe))):
+        if C.MLX5E_RX_ERR_CQE(cqe):
+            err = C.mlx5_err_cqe.unpack(cqe.pack())
+            emit(trace, "MLX5-RING-006", "error CQE", opcode=C.get_cqe_opcode(cqe),
+                 syndrome=err.syndrome, vendor_err_synd=err.vendor_err_synd)
+        elif not (striding and C.mpwrq_is_filler_cqe(cqe)):
             _check_modelled(cqe)
             data = packet_of(cqe, buffers, rq_cfg, params.log_wq_size, log_num_strides)
+            emit(trace, "MLX5-RING-002", "buffer read", bytes=len(data))
+            ht = cqe.rss_hash_type
+            emit(trace, "MLX5-RING-005", "rss_hash_type", ip=(ht >> 2) & 3, l4=ht >> 6)
         emit(trace, "MLX5-RX-002", "RX handler called", index=index, frame=index)
         rec = rq.handle_cqe(cqe, data, program_for(index), trace)
         rec["frame"] = index
