@@ -7,6 +7,10 @@ CQ as the device left it, owner bits and validity bytes included (:class:`RingIm
 driver's consumer counter, and the bytes of the receive buffers the CQEs point at
 (:class:`RxBuffers`).  Only ``en_rx.c`` runs: the CQ reader with decompression (``cq``),
 the RX handlers with XDP and the skb build (``rx``), and the counters.
+
+The frame form (``rx.run``) is the device model writing the ring, then this same driver
+(MLX5-RING-004): a ring the device wrote at once, with its placements as buffers, replays
+to the same records.
 """
 
 from __future__ import annotations
