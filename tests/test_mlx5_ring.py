@@ -346,3 +346,42 @@ def test_the_device_side_alone_writes_the_ring_the_driver_side_reads() -> None:
     assert image.events[0]["slots"] == out["slots"] and image.events[0]["cc"] == 5
     assert mlx5.COMPONENT.sides_needed(attrs.evolve(base, events=({"op": "write"},))) == {
         "device"}
+
+
+@pytest.mark.rule("MLX5-RING-001")
+@pytest.mark.parametrize("value", [{"mlx5": []}, {"mlx5": ["nic"]}, ["driver"],
+                                   {"mlx5": "driver"}])
+def test_a_hello_with_malformed_sides_is_refused(value: Any) -> None:
+    from conformance.targets.base import parse_sides
+
+    with pytest.raises(ValueError, match=r"capabilities\.sides"):
+        parse_sides(value)
+    assert parse_sides({"mlx5": ["driver"]}) == {"mlx5": frozenset({"driver"})}
+    assert parse_sides(None) == {}
+
+
+@pytest.mark.rule("MLX5-RING-001")
+def test_ring_strategies_are_exported_for_users() -> None:
+    import conformance.strategies as strategies
+
+    assert callable(strategies.mlx5_ring_scenarios)
+
+
+@pytest.mark.rule("MLX5-RING-001")
+def test_an_exec_target_declaring_sides_is_sent_ring_images() -> None:
+    """``rx-oracle serve --target reference`` says ``sides`` in its hello (protocol 1.2);
+    the exec target reads it back, and a ring image then runs on it."""
+    import sys
+
+    from conformance.targets.exec import ExecTarget
+
+    target = ExecTarget([sys.executable, "-m", "conformance.cli", "serve", "--target",
+                         "reference"], timeout=60)
+    try:
+        caps = target.capabilities
+        assert caps.sides["mlx5"] == SIDES
+        image = ring(slot(byte_cnt=len(FRAME), rss_hash_type=0x48))
+        assert not caps.lacks("mlx5", mlx5.COMPONENT.sides_needed(image))
+        assert target.run(image)["xdp"][0]["skb"]["hash_type"] == "PKT_HASH_TYPE_L4"
+    finally:
+        target.close()
