@@ -385,3 +385,28 @@ def test_an_exec_target_declaring_sides_is_sent_ring_images() -> None:
         assert target.run(image)["xdp"][0]["skb"]["hash_type"] == "PKT_HASH_TYPE_L4"
     finally:
         target.close()
+
+
+@pytest.mark.rule("MLX5-CSUM-010", "MLX5-CQE-006", "MLX5-RING-001")
+@pytest.mark.parametrize("tunneled", [0, 1])
+@pytest.mark.parametrize("hds_ip_ext", range(8))
+def test_checksum_bits_and_header_types(hds_ip_ext: int, tunneled: int) -> None:
+    """mlx5e_handle_csum with rx_no_csum_complete: CHECKSUM_UNNECESSARY only when both
+    CQE_L3_OK (bit 1) and CQE_L4_OK (bit 2) are set (bit 0, L2_OK, is not read), at
+    csum_level 1 with encapsulation when cqe_is_tunneled; else CHECKSUM_NONE.  The L3/L4
+    header-type bits (6:2 of l4_l3_hdr_type) are read only by the LRO header rewrite, so
+    none of their 32 values changes the skb."""
+    answers = []
+    for types in range(0, 0x80, 4):  # bit 0 (the VLAN bit) left clear
+        out = run(ring(slot(byte_cnt=len(FRAME), hds_ip_ext=hds_ip_ext, l4_l3_hdr_type=types,
+                            tls_outer_l3_tunneled=tunneled), no_csum_complete=True))
+        answers.append((out["xdp"][0]["skb"], out["counters"]))
+    skb, counters = answers[0]
+    assert all(a == answers[0] for a in answers)
+    ok = hds_ip_ext & 0x6 == 0x6
+    assert skb["ip_summed"] == ("CHECKSUM_UNNECESSARY" if ok else "CHECKSUM_NONE")
+    assert (skb["csum_level"], skb["encapsulation"]) == ((1, True) if ok and tunneled
+                                                         else (0, False))
+    assert counters["rx_csum_unnecessary_inner"] == int(ok and bool(tunneled))
+    assert counters["rx_csum_unnecessary"] == int(ok and not tunneled)
+    assert counters["rx_csum_none"] == int(not ok)
