@@ -349,7 +349,14 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     real_time = str(scenario.config.get("ts_format", "free_running")) == "real_time"
     cqes = [c for p in d.polls for c in p.cqes]
 
+    ring = isinstance(d, RingRun)
+
     def rules(path: str) -> tuple[str, ...]:
+        found = handler_rules(path)
+        extra = _ring_extra(path, d.records) if ring else ()
+        return (*extra, *(found or COMPONENT.rules_for(path))) if extra else found
+
+    def handler_rules(path: str) -> tuple[str, ...]:
         if not path.startswith("xdp["):
             return cq_rules(path)
         index = int(path.removeprefix("xdp[").partition("]")[0])
@@ -374,6 +381,26 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         return ()
 
     return rules
+
+
+def _ring_extra(path: str, records: tuple[dict[str, Any], ...]) -> tuple[str, ...]:
+    """In a ring image a field also rests on the rule of the CQE bytes behind it: the
+    buffer a CQE names (MLX5-RING-002), its hash-type encoding (MLX5-RING-005), an error
+    CQE's opcode and syndrome (MLX5-RING-006)."""
+    if path == "recovering" or path == "counters.rx_wqe_err":
+        return ("MLX5-RING-006",)
+    if not path.startswith("xdp["):
+        return ()
+    index = int(path.removeprefix("xdp[").partition("]")[0])
+    rest = path.partition("]")[2]
+    if index < len(records) and records[index]["kind"] == "error" and rest == ".kind":
+        return ("MLX5-RING-006",)
+    if rest in (".skb.hash", ".skb.hash_type", ".skb.l4_hash") or (
+            rest.startswith(".ops[") and rest.endswith((".rss_type", ".hash"))):
+        return ("MLX5-RING-005",)
+    if rest in (".skb.data", ".skb.len", ".mxbuf.len"):
+        return ("MLX5-RING-002",)
+    return ()
 
 
 def _ring_rules(path: str) -> tuple[str, ...]:
