@@ -33,3 +33,13 @@ def test_mlx5_replay(benchmark: BenchmarkFixture, verdict: str) -> None:
 def test_scapy_dissect(benchmark: BenchmarkFixture) -> None:
     assert benchmark(workloads.scapy_dissect, FRAMES) == len(FRAMES)
     workloads.note_per_packet(benchmark, len(FRAMES))
+
+
+@pytest.mark.benchmark(group=GROUP)
+@pytest.mark.parametrize("verdict", sorted(workloads.PROGRAMS))
+def test_mlx5_ring_replay(benchmark: BenchmarkFixture, verdict: str) -> None:
+    """MLX5-RING-001: the driver alone on the ring images the device wrote for FRAMES."""
+    images = workloads.mlx5_ring_images(FRAMES)
+    handled = benchmark(workloads.mlx5_ring_replay, images, workloads.PROGRAMS[verdict])
+    assert handled == len(FRAMES)
+    workloads.note_per_packet(benchmark, len(FRAMES))

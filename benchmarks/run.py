@@ -4,7 +4,8 @@ as one markdown table of ratios with the machine they came from.
     python benchmarks/run.py            # everything; streams 10M packets (long)
     python benchmarks/run.py --quick    # fewer rounds, a 200k-packet stream
 
-(a) mlx5 replay per packet on the XDP_DROP and XDP_PASS paths, beside scapy's
+(a) mlx5 replay per packet on the XDP_DROP and XDP_PASS paths (frames through device and
+driver, and ring images through the driver alone), beside scapy's
 ``Ether(raw)`` on the very same frames and beside the kernel's own XDP_DROP cost;
 (b) the same for fec; (c) the fixture-generation rate, beside hypothesis drawing the
 same scenarios alone; (d) the wall time of ``rx-oracle conformance`` and of the live
@@ -75,6 +76,11 @@ def replay_rows(model: str, frames: list[bytes], rounds: int) -> tuple[list[Row]
             cases[verdict] = functools.partial(workloads.mlx5_replay, frames, program)
         else:  # one interface opened up front; every round streams through it
             cases[verdict] = functools.partial(workloads.FecStream(program).replay, frames)
+    if model == "mlx5":  # MLX5-RING-001: the driver alone on the device's ring images
+        images = workloads.mlx5_ring_images(frames)
+        for verdict, program in workloads.PROGRAMS.items():
+            cases[f"ring {verdict}"] = functools.partial(workloads.mlx5_ring_replay, images,
+                                                         program)
     cases["scapy"] = functools.partial(workloads.scapy_dissect, frames)
     per_packet = side_by_side(cases, rounds)
     scapy = per_packet["scapy"]
@@ -102,6 +108,16 @@ def replay_rows(model: str, frames: list[bytes], rounds: int) -> tuple[list[Row]
                 "target": f"≤ {KERNEL_FACTOR_TARGET:.0f}× (≤ {limit:.2f} µs)"
                 if model == "mlx5" else "—",
                 "met": _met(factor <= KERNEL_FACTOR_TARGET if model == "mlx5" else None)})
+    for verdict in workloads.PROGRAMS if model == "mlx5" else ():
+        t = per_packet[f"ring {verdict}"]
+        rows.append({
+            "id": letter, "figure": f"mlx5 ring-image replay per CQE, {verdict} (driver "
+                                    f"alone on {workloads.MLX5_CHUNK}-slot images, NAPI "
+                                    f"budget {workloads.NAPI_BUDGET})",
+            "measured": _us(t), "beside": f"scapy `Ether(raw)` {_us(scapy)}; frame replay "
+                                          f"{_us(per_packet[verdict])}",
+            "ratio": f"{scapy / t:.2f}× scapy's speed, {per_packet[verdict] / t:.2f}× the "
+                     "frame replay's", "target": "—", "met": "—"})
     return rows, {"per_packet_s": per_packet, "frames": len(frames), "rounds": rounds}
 
 

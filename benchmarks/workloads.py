@@ -30,8 +30,10 @@ from reference import rss
 from reference.fec import device as fec_device
 from reference.fec import rx as fec_rx
 from reference.fec.state import FecConfig, Fep
+from reference.mlx5 import ring as mlx5_ring
 from reference.mlx5 import rx as mlx5_rx
-from reference.mlx5.device import DeviceConfig
+from reference.mlx5.cq import RqParams
+from reference.mlx5.device import DeviceConfig, Mlx5Device, new_ring
 from reference.xdp.actions import XdpAction
 from reference.xdp.program import VerifiedProgram
 
@@ -134,6 +136,49 @@ def mlx5_replay(frames: Iterable[bytes], program: Program, *, chunk: int = MLX5_
     stream = mlx5_rx.open_stream(setup.device, setup.rq, budget, xdp_prog=True)
     for batch in chunks(frames, chunk):
         handled += len(stream.receive(batch, program_for).records)
+    return handled
+
+
+@attrs.frozen
+class RingImageChunk:
+    """One CQ ring image and its receive buffers, as the device model wrote them for a
+    chunk of frames before the first poll (MLX5-RING-004); replayed by the driver alone."""
+
+    image: mlx5_ring.RingImage
+    buffers: mlx5_ring.RxBuffers
+
+
+def mlx5_ring_images(frames: Iterable[bytes], *, chunk: int = MLX5_CHUNK,
+                     setup: Mlx5Setup = MLX5) -> list[RingImageChunk]:
+    """Each ``chunk`` of frames written once by the device model into a ``chunk``-slot CQ
+    (a fresh device each, so WQE ``i`` holds frame ``i``): prepared outside the timing."""
+    log = max(1, (chunk - 1).bit_length())
+    device = attrs.evolve(setup.device, log_cq_size=log)
+    out = []
+    for batch in chunks(frames, chunk):
+        dev = Mlx5Device(device)
+        dev.receive(list(batch))
+        ring = new_ring(log)
+        dev.write(ring, 0)
+        out.append(RingImageChunk(mlx5_ring.RingImage(bytes(ring)), mlx5_ring.RxBuffers(
+            {p.wqe_index: p.data for p in dev.placements})))
+    return out
+
+
+def mlx5_ring_replay(images: Sequence[RingImageChunk], program: Program, *,
+                     budget: int = NAPI_BUDGET, setup: Mlx5Setup = MLX5) -> int:
+    """The driver alone on each image (:func:`reference.mlx5.ring.replay`: CQ reader, RX
+    handlers, XDP, skb build); no device model runs.  Returns the CQEs handled."""
+
+    def program_for(_call: int) -> Program:
+        return program
+
+    handled = 0
+    for chunk in images:
+        params = RqParams(log_cq_size=chunk.image.log_cq_size,
+                          log_wq_size=setup.device.log_wq_size)
+        handled += len(mlx5_ring.replay(chunk.image, chunk.buffers, params, setup.rq,
+                                        program_for, budget, xdp_prog=True).records)
     return handled
 
 

@@ -202,6 +202,10 @@ def check(
     caps = session.target.capabilities
     if scenario.component not in caps.components:
         pytest.skip(f"not applicable: {session.spec} does not implement {scenario.component!r}")
+    lacking = caps.lacks(scenario.component, component.sides_needed(scenario))
+    if lacking:
+        pytest.skip(f"not applicable: {session.spec} does not implement the "
+                    f"{'/'.join(sorted(lacking))} side of {scenario.component!r}")
     actual = session.run(scenario, expected, mask)
     result = compare(to_jsonable(expected), to_jsonable(actual), mask=mask,
                      reports=caps.reports, rules_for=component.rules_in(scenario))

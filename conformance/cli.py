@@ -74,6 +74,9 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--html", type=Path, default=None, metavar="OUT.html",
                    help="also write one self-contained page: the decisions as a timeline "
                         "linked to their rules, and diagrams of the state")
+    e.add_argument("--ring", type=Path, default=None, metavar="FILE",
+                   help="with --driver mlx5: a captured completion ring (text hexdump or "
+                        "JSON, see README) replayed through the driver alone")
 
     r = sub.add_parser("replay", help="run one scenario (JSON) on a target and compare")
     r.add_argument("scenario", help="the scenario as JSON text, or @FILE")
@@ -408,6 +411,17 @@ def explain(args: argparse.Namespace) -> int:
         except CaptureError as exc:
             raise UsageError(str(exc)) from None
         frames, notes = capture.frames, capture.notes
+    if args.ring is not None:  # MLX5-RING-001: a captured ring replaces frames and events
+        from conformance.ring_capture import RingFileError, load_ring
+
+        if args.driver != "mlx5" or args.pcap is not None or args.events is not None:
+            raise UsageError("--ring FILE: a captured mlx5 completion ring; use it with "
+                             "--driver mlx5, without a pcap or --events")
+        try:
+            ring_config, events = load_ring(args.ring)
+        except RingFileError as exc:
+            raise UsageError(str(exc)) from None
+        config = {**ring_config, **config} if isinstance(config, dict) else config
     if isinstance(config, dict):  # what explain fills in for a user who gave nothing
         config = {**getattr(module, "EXPLAIN_DEFAULTS", {}), **config}
     try:  # each option's own schema first, so the message names the option
@@ -518,6 +532,12 @@ def replay(args: argparse.Namespace) -> int:
                 return EXIT_OK
         if scenario.component not in target.capabilities.components:
             print(f"not applicable: {args.target} does not implement {scenario.component!r}")
+            return EXIT_OK
+        lacking = target.capabilities.lacks(scenario.component,
+                                            component.sides_needed(scenario))
+        if lacking:
+            print(f"not applicable: {args.target} does not implement the "
+                  f"{'/'.join(sorted(lacking))} side of {scenario.component!r}")
             return EXIT_OK
         actual = TargetSession(target, args.target, kernel=scenario.kernel).run(
             scenario, expected, mask)

@@ -36,6 +36,12 @@ class Component:
     #: The rule ids the reference applies while answering a scenario (from its trace):
     #: what a golden fixture of this scenario exercises.
     applied: Callable[[Scenario], set[str]] | None = None
+    #: Protocol 1.2: the halves of the component a scenario exercises (``"device"``,
+    #: ``"driver"``); None: the component is not split, every target runs it whole.
+    sides: Callable[[Scenario], frozenset[str]] | None = None
+
+    def sides_needed(self, scenario: Scenario) -> frozenset[str]:
+        return frozenset() if self.sides is None else self.sides(scenario)
 
     def rules_for(self, path: str) -> tuple[str, ...]:
         """The rules ``field_rules`` gives a path, whatever the scenario."""

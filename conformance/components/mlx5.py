@@ -42,20 +42,28 @@ from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
 from scapy.layers.sctp import SCTP
 from scapy.packet import Packet, Raw
 
-from conformance.components import Component, kernel_of, require
+from conformance.components import Component, kernel_of, mlx5_ring, require
 from conformance.readable import kfunc_result_text, value_text
 from conformance.scenario import Scenario
 from conformance.vectors.ms_rss import MS_KEY
 from reference import rss
+from reference.errors import InvalidConfig
 from reference.mlx5 import cqe as C
 from reference.mlx5 import rx, sim, skbmeta
 from reference.mlx5.counters import Mlx5eRqStats
 from reference.mlx5.device import Compression, DeviceConfig, Mlx5Device, RqType, TsFormat
+from reference.mlx5.ring import RingRun
 from reference.trace import Trace
 
 
 def config_of(scenario: Scenario) -> DeviceConfig:
+    """The device configuration of a frame scenario; its RSS ``key`` and ``indir`` are
+    required there (a ring image has no device, MLX5-RING-001)."""
     cfg = scenario.config
+    for name in ("key", "indir"):
+        if name not in cfg:
+            raise InvalidConfig("a frame scenario's device needs an RSS key and indirection "
+                                "table", field=name, value=None, rule="MLX5-DEV-001")
     return DeviceConfig(
         rss=rss.RssConfig(
             key=bytes.fromhex(str(cfg["key"])), indir=tuple(int(q) for q in cfg["indir"])
@@ -75,7 +83,7 @@ def config_of(scenario: Scenario) -> DeviceConfig:
     )
 
 
-def _cqe_obs(cqe: C.mlx5_cqe64) -> dict[str, Any]:
+def cqe_obs(cqe: C.mlx5_cqe64) -> dict[str, Any]:
     return {k: (v.hex() if isinstance(v, bytes) else v)
             for k, v in attrs.asdict(cqe, recurse=False).items()}
 
@@ -134,13 +142,18 @@ _RECORD_KEYS = ("kind", "frame", "mxbuf", "ops", "verdict", "exception", "fate",
 
 
 def run(scenario: Scenario, trace: Trace | None = None) -> dict[str, Any]:
-    """MLX5-COMP-005: device and driver on one ring, polled until drained."""
+    """MLX5-COMP-005: device and driver on one ring, polled until drained; a ring-image
+    scenario runs the driver alone (MLX5-RING-001, :mod:`.mlx5_ring`)."""
+    if mlx5_ring.is_ring(scenario):
+        return mlx5_ring.run(scenario, trace)
+    if mlx5_ring.is_write(scenario):
+        return mlx5_ring.device_write(scenario, trace)
     cfg = scenario.config
     if runs_handlers(scenario):
         d = driver_run(scenario, trace)
         cqes = [c for p in d.polls for c in p.cqes]
         return {
-            "packets": [_cqe_obs(c) for c in cqes],
+            "packets": [cqe_obs(c) for c in cqes],
             "polls": [p.work_done for p in d.polls],
             "stats": dict(d.stats),
             "xdp": [{k: r[k] for k in _RECORD_KEYS} for r in d.records],
@@ -157,7 +170,7 @@ def run(scenario: Scenario, trace: Trace | None = None) -> dict[str, Any]:
         trace=trace,
     )
     return {
-        "packets": [_cqe_obs(c) for c in result.cqes],
+        "packets": [cqe_obs(c) for c in result.cqes],
         "polls": [p.work_done for p in result.polls],
         "stats": dict(result.stats),
     }
@@ -230,6 +243,12 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pages.*", ("MLX5-RX-003",)),
     ("polls*", ("MLX5-CQ-003", "MLX5-CQ-004")),
     ("stats.*", ("MLX5-CQ-010",)),
+    ("cc", ("MLX5-RING-001",)),
+    ("slots*", ("MLX5-DEV-013", "MLX5-COMP-002", "MLX5-COMP-003", "MLX5-RING-004")),
+    ("pc", ("MLX5-DEV-013", "MLX5-RING-004")),
+    ("pending", ("MLX5-DEV-013", "MLX5-RING-004")),
+    ("placements*", ("MLX5-DEV-008", "MLX5-DEV-010", "MLX5-RING-004")),
+    ("recovering", ("MLX5-CQE-009",)),
 )
 
 _FATE_RULES = {"drop": "MLX5-XDP-005", "tx": "MLX5-XDP-007", "redirect": "MLX5-XDP-009",
@@ -318,14 +337,28 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     """A kfunc record is governed by that kfunc's rule (the hash of a packet whose CQE
     the CQ reader cleared by MLX5-KF-003); a fate by the rule of the reference's fate;
     CQEs, polls and the compression counters as :func:`_cq_attribution` says."""
-    cq_rules = _cq_attribution(scenario)
-    if not runs_handlers(scenario):
-        return cq_rules
-    d = driver_run(scenario)
-    real_time = config_of(scenario).ts_format is TsFormat.REAL_TIME
+    d: rx.DriverRun | RingRun
+    cq_rules: Callable[[str], tuple[str, ...]]
+    if mlx5_ring.is_write(scenario):  # the device alone: COMPONENT's field rules
+        return lambda path: ()
+    if mlx5_ring.is_ring(scenario):
+        cq_rules, d = _ring_rules, mlx5_ring.ring_run(scenario)
+    else:
+        cq_rules = _cq_attribution(scenario)
+        if not runs_handlers(scenario):
+            return cq_rules
+        d = driver_run(scenario)
+    real_time = str(scenario.config.get("ts_format", "free_running")) == "real_time"
     cqes = [c for p in d.polls for c in p.cqes]
 
+    ring = isinstance(d, RingRun)
+
     def rules(path: str) -> tuple[str, ...]:
+        found = handler_rules(path)
+        extra = _ring_extra(path, d.records) if ring else ()
+        return (*extra, *(found or COMPONENT.rules_for(path))) if extra else found
+
+    def handler_rules(path: str) -> tuple[str, ...]:
         if not path.startswith("xdp["):
             return cq_rules(path)
         index = int(path.removeprefix("xdp[").partition("]")[0])
@@ -352,6 +385,42 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     return rules
 
 
+def _ring_extra(path: str, records: tuple[dict[str, Any], ...]) -> tuple[str, ...]:
+    """In a ring image a field also rests on the rule of the CQE bytes behind it: the
+    buffer a CQE names (MLX5-RING-002), its hash-type encoding (MLX5-RING-005), an error
+    CQE's opcode and syndrome (MLX5-RING-006)."""
+    if path == "recovering" or path == "counters.rx_wqe_err":
+        return ("MLX5-RING-006",)
+    if not path.startswith("xdp["):
+        return ()
+    index = int(path.removeprefix("xdp[").partition("]")[0])
+    rest = path.partition("]")[2]
+    if index < len(records) and records[index]["kind"] == "error" and rest == ".kind":
+        return ("MLX5-RING-006",)
+    if rest in (".skb.hash", ".skb.hash_type", ".skb.l4_hash") or (
+            rest.startswith(".ops[") and rest.endswith((".rss_type", ".hash"))):
+        return ("MLX5-RING-005",)
+    if rest in (".skb.data", ".skb.len", ".mxbuf.len"):
+        return ("MLX5-RING-002",)
+    return ()
+
+
+def _ring_rules(path: str) -> tuple[str, ...]:
+    """MLX5-RING-001: in a ring image the CQEs come from the ring, not from a device
+    rule: a handler-visible CQE field is the reader's (decompression) or the ring's."""
+    if path.startswith("packets["):
+        field = path.partition("].")[2]
+        if field in ("byte_cnt", "check_sum", "wqe_counter", "op_own", "rss_hash_result",
+                     "rss_hash_type"):
+            return ("MLX5-CQ-005", "MLX5-CQ-006", "MLX5-CQ-007", "MLX5-RING-001")
+        return ("MLX5-RING-001",)
+    if path in ("cc", "polls") or path.startswith("polls["):
+        return ("MLX5-RING-001", "MLX5-CQ-003", "MLX5-CQ-004")
+    if path == "recovering":
+        return ("MLX5-CQE-009",)
+    return ()
+
+
 _CSUM_GATES = ("MLX5-CSUM-001", "MLX5-CSUM-002", "MLX5-CSUM-003", "MLX5-CSUM-004",
                "MLX5-CSUM-005", "MLX5-CSUM-006")
 
@@ -375,8 +444,17 @@ def _csum_blame(scenario: Scenario, cqe: C.mlx5_cqe64, skb: dict[str, Any],
     return (gates[0],) if gates else ("MLX5-CSUM-007",)
 
 
+def sides(scenario: Scenario) -> frozenset[str]:
+    """Protocol 1.2: a ring image exercises the driver alone (MLX5-RING-001), a ``write``
+    scenario the device alone; a frame scenario the device writing the ring, then the
+    driver (MLX5-RING-004)."""
+    if mlx5_ring.is_ring(scenario):
+        return mlx5_ring.DRIVER
+    return mlx5_ring.DEVICE if mlx5_ring.is_write(scenario) else frozenset({"device", "driver"})
+
+
 COMPONENT = Component(name="mlx5", expected=expected, field_rules=_FIELD_RULES,
-                      attribute=attribute, applied=applied)
+                      attribute=attribute, applied=applied, sides=sides)
 
 
 def _eth() -> Ether:
@@ -440,6 +518,15 @@ def scenarios() -> st.SearchStrategy[Scenario]:
     """CQ-only, RX handlers with a program, and checksum/skb-metadata scenarios."""
     return st.one_of(cq_scenarios(), xdp_scenarios(), xdp_scenarios(compressed_hash=True),
                      csum_scenarios())
+
+
+def fixture_scenarios() -> st.SearchStrategy[Scenario]:
+    """What ``rx-oracle fixtures generate`` draws: the frame scenarios, and the ring
+    images of the driver side and the write scenarios of the device side (protocol 1.2,
+    MLX5-RING-001/004), so a corpus replays against a target of either half."""
+    from conformance.components.mlx5_ring_strategies import ring_scenarios, write_scenarios
+
+    return st.one_of(scenarios(), ring_scenarios(), write_scenarios())
 
 
 @st.composite
@@ -624,6 +711,11 @@ _L4 = {0: "none", 1: "TCP (no ACK)", 2: "UDP", 3: "TCP (ACK, no data)", 4: "TCP 
 
 
 def _cqe_story(cqe: C.mlx5_cqe64) -> str:
+    if C.MLX5E_RX_ERR_CQE(cqe):  # read as mlx5_err_cqe, as trigger_report does
+        err = C.mlx5_err_cqe.unpack(cqe.pack())
+        return (f"error CQE: opcode {C.get_cqe_opcode(cqe)}, syndrome {err.syndrome:#04x}, "
+                f"vendor_err_synd {err.vendor_err_synd:#04x}, wqe_counter {err.wqe_counter}"
+                "  (MLX5-CQE-009, MLX5-RING-006)")
     ok = "+".join(n for n, b in (("L2", C.CQE_L2_OK), ("L3", C.CQE_L3_OK), ("L4", C.CQE_L4_OK))
                   if cqe.hds_ip_ext & b) or "none"
     vlan = f", stripped tag TCI {cqe.vlan_info:#06x}" if C.cqe_has_vlan(cqe) else ""
@@ -651,17 +743,22 @@ def explain(scenario: Scenario) -> str:
     skb metadata and where the page went.  The RX handlers always run (``rx_path``)."""
     scenario = attrs.evolve(scenario, config={**EXPLAIN_DEFAULTS, **scenario.config})
     trace = Trace()
-    d = driver_run(scenario, trace)
-    cqes = [c for p in d.polls for c in p.cqes]
     cfg = scenario.config
-    lines = [
-        f"mlx5: {len(scenario.frames)} frame(s); RQ {cfg.get('rq_type', 'cyclic')}, "
-        f"compression {cfg.get('compression', 'none')}, vlan_strip "
-        f"{value_text(bool(cfg.get('vlan_strip', False)))}, rxcsum "
-        f"{value_text(bool(cfg.get('rxcsum', True)))}, csum_full "
-        f"{value_text(bool(cfg.get('csum_full', False)))}, XDP program "
-        f"{'attached' if has_program(scenario) else 'none'}",
-    ]
+    d: rx.DriverRun | RingRun
+    if mlx5_ring.is_ring(scenario):  # a captured ring: the driver alone (MLX5-RING-001)
+        d = mlx5_ring.ring_run(scenario, trace)
+        lines = mlx5_ring.explain_ring(scenario)
+    else:
+        d = driver_run(scenario, trace)
+        lines = [
+            f"mlx5: {len(scenario.frames)} frame(s); RQ {cfg.get('rq_type', 'cyclic')}, "
+            f"compression {cfg.get('compression', 'none')}, vlan_strip "
+            f"{value_text(bool(cfg.get('vlan_strip', False)))}, rxcsum "
+            f"{value_text(bool(cfg.get('rxcsum', True)))}, csum_full "
+            f"{value_text(bool(cfg.get('csum_full', False)))}, XDP program "
+            f"{'attached' if has_program(scenario) else 'none'}",
+        ]
+    cqes = [c for p in d.polls for c in p.cqes]
     starts = [i for i, e in enumerate(trace.events)
               if e.rule == "MLX5-RX-002" and e.what == "RX handler called"]
     lines.append("device and CQ:")
@@ -696,4 +793,7 @@ def explain(scenario: Scenario) -> str:
     lines.append("pages: " + ", ".join(f"{k} {v}" for k, v in d.pages.items()))
     lines.append("counters: " + ", ".join(f"{k}={v}" for k, v in d.counters.items() if v))
     lines.append("CQ: " + ", ".join(f"{k}={v}" for k, v in d.stats.items()))
+    if isinstance(d, RingRun):
+        lines.append(f"consumer counter after the last poll: {d.cc}; RQ recovery "
+                     f"{'queued (MLX5-RING-006)' if d.recovering else 'not started'}")
     return "\n".join(lines)

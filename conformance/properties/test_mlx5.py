@@ -8,6 +8,7 @@ from hypothesis import given
 
 from conformance.check import TargetSession, check
 from conformance.components import mlx5
+from conformance.components.mlx5_ring_strategies import ring_scenarios, write_scenarios
 from conformance.scenario import Scenario
 
 COMPONENT = mlx5.COMPONENT
@@ -55,4 +56,26 @@ def test_mlx5_rx_hash_on_compressed_sessions(rx_target: TargetSession,
                   "MLX5-SKB-003", "MLX5-SKB-004", "MLX5-SKB-005", "MLX5-DEV-014")
 @given(scenario=mlx5.csum_scenarios())
 def test_mlx5_skb_checksum_and_metadata(rx_target: TargetSession, scenario: Scenario) -> None:
+    check(rx_target, scenario, COMPONENT)
+
+
+# --- the driver alone: ring images written byte by byte (protocol 1.2) ------------------------
+
+
+@pytest.mark.rule("MLX5-RING-001", "MLX5-RING-002", "MLX5-RING-005", "MLX5-RING-006",
+                  "MLX5-CQ-001", "MLX5-CQ-002", "MLX5-CQ-005", "MLX5-CQ-006", "MLX5-CQ-008",
+                  "MLX5-CQ-009", "MLX5-CQ-010", "MLX5-CQE-003", "MLX5-CQE-009",
+                  "MLX5-RX-002", "MLX5-SKB-001", "MLX5-KF-002", "MLX5-CSUM-010")
+@given(scenario=ring_scenarios())
+def test_mlx5_driver_on_ring_images(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Needs ``capabilities.sides`` to name the driver half of mlx5 (PROTOCOL.md 1.2)."""
+    check(rx_target, scenario, COMPONENT)
+
+
+@pytest.mark.rule("MLX5-RING-004", "MLX5-DEV-002", "MLX5-DEV-003", "MLX5-DEV-005",
+                  "MLX5-DEV-008", "MLX5-DEV-010", "MLX5-DEV-011", "MLX5-DEV-013",
+                  "MLX5-COMP-001", "MLX5-COMP-002", "MLX5-COMP-003", "MLX5-COMP-004")
+@given(scenario=write_scenarios())
+def test_mlx5_device_writes_the_ring(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Needs ``capabilities.sides`` to name the device half of mlx5 (PROTOCOL.md 1.2)."""
     check(rx_target, scenario, COMPONENT)

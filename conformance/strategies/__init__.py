@@ -28,6 +28,7 @@ __all__ = [
     "ip_frames",
     "kfunc_scenarios",
     "malformed_frames",
+    "mlx5_ring_scenarios",
     "mlx5_scenarios",
     "page_pool_scenarios",
     "rss_keys",
@@ -45,6 +46,8 @@ _LAZY = {
     "page_pool_scenarios": ("conformance.components.page_pool", "scenarios"),
     "fec_scenarios": ("conformance.components.fec", "scenarios"),
     "mlx5_scenarios": ("conformance.components.mlx5", "scenarios"),
+    # MLX5-RING-001: CQ ring images written byte by byte, for a port of the driver side.
+    "mlx5_ring_scenarios": ("conformance.components.mlx5_ring_strategies", "ring_scenarios"),
     "cpumap_scenarios": ("conformance.components.cpumap", "scenarios"),
 }
 

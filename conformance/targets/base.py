@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import shlex
+from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -60,10 +61,41 @@ class Capabilities:
     components: frozenset[str]
     reports: tuple[str, ...] = ("*",)
     kernel: str | None = None
+    #: Protocol 1.2: for a component with a device and a driver half (``mlx5``), the
+    #: halves the target implements on their own (``"device"``, ``"driver"``).  A
+    #: component not named here is implemented only whole, as in protocol 1.1: it gets
+    #: the scenarios that run both halves together and no others (MLX5-RING-001).
+    sides: Mapping[str, frozenset[str]] = attrs.field(factory=dict, hash=False)
+
+    def lacks(self, component: str, needed: frozenset[str]) -> frozenset[str]:
+        """The halves a scenario needs that this target did not declare (empty: it runs)."""
+        declared = self.sides.get(component)
+        if declared is None:
+            return frozenset() if needed in (frozenset(), SIDES) else needed
+        return needed - declared
 
     def to_json(self) -> dict[str, Any]:
         """The hello's ``capabilities`` (the kernel travels beside it, as ``hello.kernel``)."""
-        return {"components": sorted(self.components), "reports": list(self.reports)}
+        doc: dict[str, Any] = {"components": sorted(self.components),
+                               "reports": list(self.reports)}
+        if self.sides:
+            doc["sides"] = {c: sorted(s) for c, s in sorted(self.sides.items())}
+        return doc
+
+
+#: The halves a component may be split into (protocol 1.2, ``capabilities.sides``).
+SIDES = frozenset({"device", "driver"})
+
+
+def parse_sides(value: Any) -> dict[str, frozenset[str]]:
+    """``capabilities.sides`` from a hello: component -> non-empty list of halves."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+            isinstance(v, list) and v and set(v) <= SIDES for v in value.values()):
+        raise ValueError("capabilities.sides maps a component to a non-empty list of "
+                         "\"device\"/\"driver\"")
+    return {str(k): frozenset(map(str, v)) for k, v in value.items()}
 
 
 @runtime_checkable

@@ -20,7 +20,7 @@ import threading
 from typing import IO, Any
 
 from conformance.scenario import Scenario
-from conformance.targets.base import Capabilities, TargetError, TargetUnavailable
+from conformance.targets.base import Capabilities, TargetError, TargetUnavailable, parse_sides
 
 PROTOCOL_VERSION = 1
 _EOF = object()
@@ -142,7 +142,13 @@ class ExecTarget:
             self._kill()
             raise TargetError(f"{self.name}: hello.kernel must be a version string, "
                               f"got {_short(kernel)}")
-        self._caps = Capabilities(frozenset(map(str, comps)), tuple(map(str, reports)), kernel)
+        try:
+            sides = parse_sides(caps.get("sides"))  # protocol 1.2
+        except ValueError as exc:
+            self._kill()
+            raise TargetError(f"{self.name}: {exc}, got {_short(caps.get('sides'))}") from None
+        self._caps = Capabilities(frozenset(map(str, comps)), tuple(map(str, reports)), kernel,
+                                  sides)
 
     @staticmethod
     def _pump(stream: IO[str], lines: queue.Queue[object]) -> None:

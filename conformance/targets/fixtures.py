@@ -13,7 +13,7 @@ from typing import Any
 
 from conformance.fixtures.record import FixtureError, load_line, scenario_key
 from conformance.scenario import Scenario
-from conformance.targets.base import Capabilities, NotApplicable, TargetUnavailable
+from conformance.targets.base import SIDES, Capabilities, NotApplicable, TargetUnavailable
 
 
 class FixturesTarget:
@@ -37,7 +37,9 @@ class FixturesTarget:
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(frozenset(self.components))
+        # A recording answers whatever form it recorded (protocol 1.2: every half).
+        return Capabilities(frozenset(self.components), sides={
+            name: SIDES for name in self.components if name == "mlx5"})
 
     def run(self, scenario: Scenario) -> dict[str, Any]:
         try:

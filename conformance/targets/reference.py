@@ -6,7 +6,7 @@ from typing import Any
 
 from conformance.components import registry
 from conformance.scenario import Scenario
-from conformance.targets.base import Capabilities, TargetError
+from conformance.targets.base import SIDES, Capabilities, TargetError
 from reference.errors import OracleError
 
 
@@ -18,7 +18,9 @@ class ReferenceTarget:
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(frozenset(self._components))
+        # Every half of every split component, on its own and together (protocol 1.2).
+        return Capabilities(frozenset(self._components), sides={
+            name: SIDES for name, c in self._components.items() if c.sides is not None})
 
     def run(self, scenario: Scenario) -> dict[str, Any]:
         component = self._components.get(scenario.component)
