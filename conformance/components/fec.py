@@ -410,6 +410,7 @@ def scenarios(draw: st.DrawFn, *, drops: bool = False) -> Scenario:
         "tx_ring_size": draw(st.sampled_from([20, 32])),
         "xdp_tx_frame": draw(st.booleans()),
         "arch": draw(st.sampled_from(["arm64", "armhf"])),
+        "num_rx_queues": draw(st.sampled_from([1, 1, 1, 2, 3])),  # FEC-RX-018
     }
     if draw(st.integers(0, 3)) == 0:
         config["faults"] = {str(draw(st.integers(0, len(frames) - 1))): draw(_FAULTS)}

@@ -798,4 +798,4 @@ def scenarios() -> st.SearchStrategy[Scenario]:
     """Every kind of zcrx scenario."""
     # Registration twice: it has the most rules, one fault each (FAULTS).
     return st.one_of(registration_scenarios(), registration_scenarios(), data_path_scenarios(),
-                     stream_scenarios())
+                     stream_scenarios(), veth_registration_scenarios())

@@ -298,6 +298,8 @@ def register_zcrx(ctx: RingCtx, reg: IoUringZcrxIfqReg, area: IoUringZcrxAreaReg
             return fail(-errno.ENODEV, "ZCRX-REG-010", "no device with that if_idx")
         if not netdev.has_dma_dev:
             # ZCRX-REG-012: this is where veth and every parentless device stop.
+            emit(trace, "ZCRX-REG-012", "no DMA device (veth, a parentless device)",
+                 if_idx=reg.if_idx)
             return fail(-errno.EOPNOTSUPP, "ZCRX-REG-010", "device has no DMA device")
         emit(trace, "ZCRX-REG-010", "device and DMA device found", if_idx=reg.if_idx)
     has_dev = not nodev
