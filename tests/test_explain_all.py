@@ -19,7 +19,7 @@ from scapy.utils import wrpcap
 
 from conformance import spectrace
 from conformance.components import kfunc, page_pool, registry, tun, veth
-from conformance.components.veth import EXPLAIN_FRAME
+from conformance.components.driver_xdp import EXPLAIN_FRAME
 from conformance.readable import config_text, rc_text, value_text
 from conformance.scenario import Scenario
 from reference.errors import OracleError

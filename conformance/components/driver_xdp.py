@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
+
 from conformance.readable import kfunc_result_text, rc_text
+from conformance.scenario import Scenario
 from reference.kfuncs import XdpMetadataOps
 from reference.trace import Trace
 from reference.xdp import program as prog
@@ -59,6 +62,24 @@ _OP_RULES = {"adjust_head": "XDP-ADJ-002", "adjust_meta": "XDP-ADJ-005",
 EXPLAIN_PROGRAM: tuple[Mapping[str, Any], ...] = (
     {"op": "kfunc", "name": "rx_hash"}, {"op": "kfunc", "name": "rx_timestamp"},
     {"op": "kfunc", "name": "rx_vlan_tag"}, {"op": "return", "action": 2})
+
+
+#: The frame explain sends when the user gives no capture: IPv4/TCP, 54 bytes.
+EXPLAIN_FRAME = bytes.fromhex("0200000000020200000000010800450000280001000040068e93c0000201"
+                              "c633640703e800500000000000000000500220009f6e0000")
+
+
+def with_explain_defaults(scenario: Scenario) -> tuple[Scenario, list[str]]:
+    """A software driver's explain input, with :data:`EXPLAIN_FRAME` when it has no frames
+    and :data:`EXPLAIN_PROGRAM` when it has no program, and the notes saying so."""
+    notes: list[str] = []
+    if not scenario.frames:
+        scenario = attrs.evolve(scenario, frames=(EXPLAIN_FRAME,))
+        notes.append("no capture given: one 54-byte IPv4/TCP frame")
+    if scenario.program is None and not scenario.per_packet_programs:
+        scenario = attrs.evolve(scenario, program=EXPLAIN_PROGRAM)
+        notes.append("no --program given: rx_hash, rx_timestamp, rx_vlan_tag, then XDP_PASS")
+    return scenario, notes
 
 
 def action_name(action: int) -> str:

@@ -14,18 +14,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
 from hypothesis import event
 from hypothesis import strategies as st
 
 from conformance.components import Component
 from conformance.components.driver_xdp import (
-    EXPLAIN_PROGRAM,
     action_name,
     narrate_ops,
     run_on_buffer,
+    with_explain_defaults,
 )
-from conformance.components.veth import EXPLAIN_FRAME
 from conformance.components.xdp import PASS_PROGRAM, edge_ops, op_lists
 from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames
@@ -93,13 +91,7 @@ def explain(scenario: Scenario) -> str:
     (headroom, ``buflen``, metadata support), each op of the program with its return code
     (every kfunc -EOPNOTSUPP: tun has no metadata ops) and the verdict.  Without frames
     one IPv4/TCP frame is written; without a program, the three kfuncs and XDP_PASS."""
-    notes: list[str] = []
-    if not scenario.frames:
-        scenario = attrs.evolve(scenario, frames=(EXPLAIN_FRAME,))
-        notes.append("no capture given: one 54-byte IPv4/TCP frame")
-    if scenario.program is None and not scenario.per_packet_programs:
-        scenario = attrs.evolve(scenario, program=EXPLAIN_PROGRAM)
-        notes.append("no --program given: rx_hash, rx_timestamp, rx_vlan_tag, then XDP_PASS")
+    scenario, notes = with_explain_defaults(scenario)
     expected(scenario)  # the frame checks (TUN-BUF-001), as a target is judged
     kernel = resolve_kernel(scenario.kernel)
     lines = [*notes, f"tun: tap, MTU {scenario.config.get('mtu', 1500)}, non-blocking "

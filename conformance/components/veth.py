@@ -23,16 +23,15 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-import attrs
 from hypothesis import event
 from hypothesis import strategies as st
 
 from conformance.components import Component
 from conformance.components.driver_xdp import (
-    EXPLAIN_PROGRAM,
     action_name,
     narrate_ops,
     run_on_buffer,
+    with_explain_defaults,
 )
 from conformance.components.xdp import PASS_PROGRAM, op_lists
 from conformance.observe import matches
@@ -207,10 +206,6 @@ COMPONENT = Component(name="veth", expected=expected, field_rules=_FIELD_RULES,
 #: with AF_PACKET, the peer running XDP (so XDP_TX frames have a NAPI to land in).
 EXPLAIN_DEFAULTS: dict[str, Any] = {"path": "skb", "peer_xdp": True}
 
-#: The frame explain sends when the user gives no capture: IPv4/TCP, 54 bytes.
-EXPLAIN_FRAME = bytes.fromhex("0200000000020200000000010800450000280001000040068e93c0000201"
-                              "c633640703e800500000000000000000500220009f6e0000")
-
 #: The driver's rules for each kfunc's answer (VETH-KF-004: veth implements all three).
 _KFUNC_RULES = {"rx_timestamp": ("VETH-KF-001",), "rx_hash": ("VETH-KF-002", "VETH-KF-005"),
                 "rx_vlan_tag": ("VETH-KF-003",)}
@@ -235,13 +230,7 @@ def explain(scenario: Scenario) -> str:
     each), the verdict, what an XDP_TX became and what the rx queue counted.  Without
     frames one IPv4/TCP frame is sent; without a program, the three kfuncs and
     XDP_PASS."""
-    notes: list[str] = []
-    if not scenario.frames:
-        scenario = attrs.evolve(scenario, frames=(EXPLAIN_FRAME,))
-        notes.append("no capture given: one 54-byte IPv4/TCP frame")
-    if scenario.program is None and not scenario.per_packet_programs:
-        scenario = attrs.evolve(scenario, program=EXPLAIN_PROGRAM)
-        notes.append("no --program given: rx_hash, rx_timestamp, rx_vlan_tag, then XDP_PASS")
+    scenario, notes = with_explain_defaults(scenario)
     observed = expected(scenario)  # the checks and the counters, as a target is judged
     tagged = _tagged(scenario)
     lines = [*notes, _config_text(scenario)]

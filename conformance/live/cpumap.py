@@ -31,7 +31,6 @@ import os
 import platform
 import socket
 import struct
-import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -86,14 +85,7 @@ def build() -> Path:
     obj = header_dir / f"rxo_cpumap-{digest}.bpf.o"
     if obj.exists():
         return obj
-    tmp = obj.with_suffix(f".o.{os.getpid()}")
-    done = subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-mcpu=v3",
-                           f"-I{header_dir}", "-c", str(SOURCE), "-o", str(tmp)],
-                          capture_output=True, text=True, check=False)
-    if done.returncode:
-        raise ProbeError(f"clang failed: {done.stderr[-2000:]}")
-    tmp.rename(obj)
-    return obj
+    return probe.compile_bpf(SOURCE, obj, header_dir)
 
 
 def _checksum(data: bytes) -> int:

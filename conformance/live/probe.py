@@ -60,9 +60,16 @@ def build() -> Path:
         tmp = header.with_suffix(f".h.{os.getpid()}")
         tmp.write_bytes(text)
         tmp.rename(header)
+    return compile_bpf(SOURCE, obj, out_dir)
+
+
+def compile_bpf(source: Path, obj: Path, include_dir: Path) -> Path:
+    """Compile ``source`` to ``obj`` with clang for BPF (``vmlinux.h`` from
+    ``include_dir``), through a temporary name so a concurrent run never loads half a
+    file; :class:`ProbeError` with clang's message when it fails."""
     tmp_obj = obj.with_suffix(f".o.{os.getpid()}")
     done = subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-mcpu=v3",
-                           f"-I{out_dir}", "-c", str(SOURCE), "-o", str(tmp_obj)],
+                           f"-I{include_dir}", "-c", str(source), "-o", str(tmp_obj)],
                           capture_output=True, text=True, check=False)
     if done.returncode:
         raise ProbeError(f"clang failed: {done.stderr[-2000:]}")
