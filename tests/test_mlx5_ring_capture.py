@@ -77,3 +77,19 @@ def test_explain_narrates_a_captured_ring(tmp_path: Path) -> None:
                           "rss", "--ring", str(path)], capture_output=True, text=True,
                          timeout=120)
     assert bad.returncode != 0 and "--driver mlx5" in bad.stderr
+
+
+@pytest.mark.rule("MLX5-RING-001", "MLX5-RING-006")
+def test_the_readme_example_ring_is_this_image_and_explains() -> None:
+    """``examples/mlx5-ring.txt`` (README) is :func:`_image` written by ``dump_text``, and
+    its narration shows the packet and then the error CQE that queues recovery."""
+    root = Path(__file__).resolve().parent.parent
+    example = root / "examples" / "mlx5-ring.txt"
+    image = _image()
+    assert example.read_text() == dump_text(dict(image.config), [dict(e) for e in image.events])
+    result = subprocess.run([sys.executable, "-m", "conformance.cli", "explain", "--driver",
+                             "mlx5", "--ring", str(example)], capture_output=True, text=True,
+                            timeout=120, cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert "packet 1 (frame 1, error):" in result.stdout
+    assert "MLX5-RX-002        error CQE starts RQ recovery  [syndrome=5]" in result.stdout

@@ -186,6 +186,8 @@ def replay(
 
     def handler(cqe: C.mlx5_cqe64) -> None:
         index = len(records)
+        # First, so the ring rules below fall in this CQE's part of the trace.
+        emit(trace, "MLX5-RX-002", "RX handler called", index=index, frame=index)
         _check_indices(cqe, striding, params.log_wq_size)
         data = b""
         if C.MLX5E_RX_ERR_CQE(cqe):
@@ -198,7 +200,6 @@ def replay(
             emit(trace, "MLX5-RING-002", "buffer read", bytes=len(data))
             ht = cqe.rss_hash_type
             emit(trace, "MLX5-RING-005", "rss_hash_type", ip=(ht >> 2) & 3, l4=ht >> 6)
-        emit(trace, "MLX5-RX-002", "RX handler called", index=index, frame=index)
         rec = rq.handle_cqe(cqe, data, program_for(index), trace)
         rec["frame"] = index
         records.append(rec)
