@@ -355,7 +355,7 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
 
     def rules(path: str) -> tuple[str, ...]:
         found = handler_rules(path)
-        extra = _ring_extra(path, d.records) if ring else ()
+        extra = _ring_extra(path, d.records, d.from_title) if ring else ()
         return (*extra, *(found or COMPONENT.rules_for(path))) if extra else found
 
     def handler_rules(path: str) -> tuple[str, ...]:
@@ -365,6 +365,10 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         if index >= len(d.records):
             return ()
         rec, rest = d.records[index], path.partition("]")[2]
+        if rest == ".skb.metasize" and rec["verdict"] is None:
+            # No program ran: the skb's metadata size is the per-packet reset's (the
+            # buffer's data_meta = data), not anything XDP_PASS carried over.
+            return ("MLX5-XDP-001",)
         if rest in (".skb.ip_summed", ".skb.csum") and rec["skb"] is not None:
             return _csum_blame(scenario, cqes[index], rec["skb"], rest == ".skb.csum")
         if rest == ".fate":
@@ -385,10 +389,12 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     return rules
 
 
-def _ring_extra(path: str, records: tuple[dict[str, Any], ...]) -> tuple[str, ...]:
+def _ring_extra(path: str, records: tuple[dict[str, Any], ...],
+                from_title: tuple[bool, ...]) -> tuple[str, ...]:
     """In a ring image a field also rests on the rule of the CQE bytes behind it: the
-    buffer a CQE names (MLX5-RING-002), its hash-type encoding (MLX5-RING-005), an error
-    CQE's opcode and syndrome (MLX5-RING-006)."""
+    buffer a CQE names (MLX5-RING-002), its hash-type encoding (MLX5-RING-005; not for a
+    packet of a compressed session, whose hash the CQ reader rebuilt, MLX5-KF-003), an
+    error CQE's opcode and syndrome (MLX5-RING-006)."""
     if path == "recovering" or path == "counters.rx_wqe_err":
         return ("MLX5-RING-006",)
     if not path.startswith("xdp["):
@@ -399,7 +405,7 @@ def _ring_extra(path: str, records: tuple[dict[str, Any], ...]) -> tuple[str, ..
         return ("MLX5-RING-006",)
     if rest in (".skb.hash", ".skb.hash_type", ".skb.l4_hash") or (
             rest.startswith(".ops[") and rest.endswith((".rss_type", ".hash"))):
-        return ("MLX5-RING-005",)
+        return () if index < len(from_title) and from_title[index] else ("MLX5-RING-005",)
     if rest in (".skb.data", ".skb.len", ".mxbuf.len"):
         return ("MLX5-RING-002",)
     return ()
