@@ -190,7 +190,7 @@ GATES: Mapping[str, Gate] = {g.rule: g for g in (
          "the rx_buf_len word is __resv2 and must be 0 (-EINVAL); niovs are PAGE_SIZE",
          "rx_buf_len chooses the niov size (0: PAGE_SIZE) and is written back",
          Since(mainline=(7, 0))),
-    Gate("ZCRX-REG-004", "io_uring/zcrx: share an ifq between rings",
+    Gate("ZCRX-REG-004", "00d91481279f",
          "no registration flags: any non-zero flags is -EINVAL",
          "ZCRX_REG_IMPORT and, later, ZCRX_REG_NODEV are known flags",
          Since(mainline=(6, 19))),
