@@ -29,7 +29,7 @@ observables: ``packets[i]``: ``fate`` (bulk, ring, gro, stack, freed, dropped:RE
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -98,6 +98,21 @@ def _skb_obs(skb: SkBuff | None) -> dict[str, Any] | None:
             "data": hashlib.sha256(linear).hexdigest()[:16]}
 
 
+def tracepoint_totals(enq: Sequence[Any], kt: Sequence[Any],
+                      sched: bool = True) -> dict[str, dict[str, int]]:
+    """The ``cpumap.enqueue`` / ``cpumap.kthread`` observables: the sums of the
+    ``xdp:xdp_cpumap_enqueue`` and ``xdp:xdp_cpumap_kthread`` records, whether the model
+    traced them or the live kernel did (``sched`` left out where it depends on timing)."""
+    kthread = {"processed": sum(t.processed for t in kt), "drops": sum(t.drops for t in kt)}
+    if sched:
+        kthread["sched"] = sum(t.sched for t in kt)
+    kthread.update({name: sum(getattr(t, name) for t in kt)
+                    for name in ("xdp_pass", "xdp_drop", "xdp_redirect")})
+    return {"enqueue": {"processed": sum(t.processed for t in enq),
+                        "drops": sum(t.drops for t in enq)},
+            "kthread": kthread}
+
+
 def observe(sim: CpumapSim, skbs: dict[int, dict[str, Any] | None] | None = None
             ) -> dict[str, Any]:
     """The observables of a finished run (see the module docstring); ``skbs`` as
@@ -116,17 +131,7 @@ def observe(sim: CpumapSim, skbs: dict[int, dict[str, Any] | None] | None = None
     return {
         "packets": packets,
         "direct": sim.direct_pushes(),
-        "cpumap": {
-            "enqueue": {"processed": sum(t.processed for t in enq),
-                        "drops": sum(t.drops for t in enq)},
-            "kthread": {"processed": sum(t.processed for t in kt),
-                        "drops": sum(t.drops for t in kt),
-                        "sched": sum(t.sched for t in kt),
-                        "xdp_pass": sum(t.xdp_pass for t in kt),
-                        "xdp_drop": sum(t.xdp_drop for t in kt),
-                        "xdp_redirect": sum(t.xdp_redirect for t in kt)},
-            "gro_flushes": sim.entry.gro_flushes,
-        },
+        "cpumap": {**tracepoint_totals(enq, kt), "gro_flushes": sim.entry.gro_flushes},
         "stats": ethtool_stats(pool.stats()),
         "pool": {"hold": pool.pages_state_hold_cnt, "release": pool.pages_state_release_cnt,
                  "inflight": pool.inflight()},

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.components.cpumap import config_of, schedule_of
+from conformance.components.cpumap import config_of, schedule_of, tracepoint_totals
 from conformance.live import cpumap as live
 from conformance.live.probe import ProbeError
 from conformance.scenario import Scenario
@@ -123,15 +123,7 @@ def observables(result: live.BurstResult, sent: int, verdict: int | None) -> dic
     fates = [fate(i, result, verdict) for i in range(sent)]
     return {
         "packets": [{"fate": f} for f in fates],
-        "cpumap": {
-            "enqueue": {"processed": sum(b.processed for b in enq),
-                        "drops": sum(b.drops for b in enq)},
-            "kthread": {"processed": sum(b.processed for b in kt),
-                        "drops": sum(b.drops for b in kt),
-                        "xdp_pass": sum(b.xdp_pass for b in kt),
-                        "xdp_drop": sum(b.xdp_drop for b in kt),
-                        "xdp_redirect": sum(b.xdp_redirect for b in kt)},
-        },
+        "cpumap": tracepoint_totals(enq, kt, sched=False),
         "counts": {"received": result.redirected, "freed": fates.count("freed"),
                    "dropped": sum(f.startswith("dropped:") for f in fates),
                    "queued": sent - sum(f == "freed" or f.startswith("dropped:")
