@@ -21,10 +21,13 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import conformance
 from conformance.mutation.mutator import OPERATORS, Mutant
+
+if TYPE_CHECKING:
+    from conformance.mutation.runner import MutantResult
 
 EXIT_OK, EXIT_ERROR = 0, 2
 ROOT = Path(conformance.__file__).resolve().parent.parent
@@ -70,6 +73,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     m.add_argument("--list", action="store_true", help="list the selected mutants, run nothing")
     m.add_argument("--coverage", action="store_true",
                    help="instead: branch coverage of reference/ by the ci suite, per module")
+    m.add_argument("--rejudge", action="store_true",
+                   help="instead: rewrite --out's summary.md from its results.jsonl with the "
+                        "registry, conformance/mutation/equivalents/ (runs no mutant)")
     return m
 
 
@@ -87,6 +93,8 @@ def _main(args: argparse.Namespace) -> int:
     _check_numbers(args)
     if args.coverage:
         return reach.run(args.out)
+    if args.rejudge:
+        return _rejudge(args.out)
     mutants, checked_by = _select(args)
     if args.list:
         for m in mutants:
@@ -150,7 +158,7 @@ def _module_path(text: str, modules: list[str]) -> str:
 
 def _run(args: argparse.Namespace, mutants: list[Mutant],
          checked_by: dict[str, tuple[str, ...]]) -> int:
-    from conformance.mutation import reach, report, runner
+    from conformance.mutation import report, runner
 
     limits = runner.Limits(mutant=args.mutant_timeout, request=args.request_timeout,
                            shrink=args.shrink)
@@ -176,9 +184,33 @@ def _run(args: argparse.Namespace, mutants: list[Mutant],
     cpu = sum(r.cpu_seconds for r in results)
     header = (f"{len(results)} mutants ({selection}), -j {args.jobs}: wall time {wall:.0f} s, "
               f"CPU time {cpu:.0f} s")
-    coverage = args.out / "coverage.json"  # left there by an earlier --coverage run
+    (args.out / "header.txt").write_text(header + "\n")
+    return _write_summary(args.out, results, header)
+
+
+def _rejudge(out: Path) -> int:
+    from conformance.mutation import report
+
+    try:
+        results = report.read_jsonl(out / report.RESULTS)
+    except OSError as exc:
+        raise UsageError(f"--out {out}: no results to judge ({exc.strerror})") from None
+    header_file = out / "header.txt"
+    header = header_file.read_text().strip() if header_file.exists() else ""
+    return _write_summary(out, results, header)
+
+
+def _write_summary(out: Path, results: list[MutantResult], header: str) -> int:
+    """summary.md from ``results``, with reach and the equivalence judgements if known."""
+    from conformance.mutation import equivalents, reach, report
+
+    coverage = out / "coverage.json"  # left there by an earlier --coverage run
     executed = reach.executed_lines(coverage, ROOT) if coverage.exists() else None
-    text = report.summary(results, header=header, executed=executed)
-    (args.out / report.SUMMARY).write_text(text)
+    try:
+        judged = equivalents.judge((r.mutant for r in results), ROOT)
+    except equivalents.RegistryError as exc:
+        raise UsageError(str(exc)) from None
+    text = report.summary(results, header=header, executed=executed, equivalent=judged)
+    (out / report.SUMMARY).write_text(text)
     print(text, end="")
     return EXIT_OK

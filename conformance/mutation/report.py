@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from conformance.mutation.equivalents import Equivalent
 from conformance.mutation.runner import CRASHED, KILLED, SURVIVED, TIMED_OUT, MutantResult
 
 RESULTS = "results.jsonl"
@@ -31,8 +32,14 @@ def read_jsonl(path: Path) -> list[MutantResult]:
 def summary(
     results: Sequence[MutantResult], *, header: str = "",
     executed: Mapping[str, frozenset[int]] | None = None,
+    equivalent: Mapping[str, Equivalent] | None = None,
 ) -> str:
     """The markdown summary: a table per component, then the survivors.
+
+    ``equivalent`` maps mutant ids to their entry in the registry of judged-equivalent
+    mutants (:mod:`conformance.mutation.equivalents`): a surviving one is listed with its
+    reason and left out of the *non-equivalent kill rate*; a killed one is flagged, since
+    a kill disproves the judgement.
 
     With ``executed`` (the lines the ci run executes, per module: see
     :func:`conformance.mutation.reach.executed_lines`), a survivor on lines the suite
@@ -41,26 +48,37 @@ def summary(
     lines = [header, ""] if header else []
     lines += [
         "| component | mutants | killed | killed by crash | timed out | survived | kill rate "
-        "| kills under own rule | CPU s per mutant |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| equivalent | non-equivalent kill rate | kills under own rule | CPU s per mutant |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    equivalent = equivalent or {}
     groups: dict[str, list[MutantResult]] = {}
     for r in results:
         groups.setdefault(r.components[0] if r.components else "?", []).append(r)
     for name in sorted(groups):
-        lines.append(_row(name, groups[name]))
-    lines.append(_row("**all**", list(results)))
+        lines.append(_row(name, groups[name], equivalent))
+    lines.append(_row("**all**", list(results), equivalent))
     lines += [
         "",
-        "*kill rate*: killed, killed by crash or timed out, over mutants.  *kills under own "
-        "rule*: of the clean kills (a rule failed) whose mutated function names a SPEC rule, "
-        "the share where a failed rule is one it names.  *CPU s per mutant*: suite and "
-        "target processes together; a sample's wall time on 2 free cores with -j 2 is about "
+        "*kill rate*: killed, killed by crash or timed out, over mutants.  *equivalent*: "
+        "survivors judged equivalent in conformance/mutation/equivalents/.  "
+        "*non-equivalent kill rate*: detected over mutants less those.  *kills under own "
+        "rule*: of the clean kills (a rule failed) whose mutated function names a SPEC "
+        "rule, the share where a failed rule is one it names.  *CPU s per mutant*: suite "
+        "and target processes together; a sample's wall time on 2 free cores with -j 2 is "
+        "about "
         "half its total.",
     ]
+    disproved = [r for r in results if r.outcome != SURVIVED and r.mutant.id in equivalent]
+    if disproved:
+        lines += ["", "Registered as equivalent, yet detected (judge them again):", ""]
+        lines += [f"- `{r.mutant.path}:{r.mutant.line}` `{r.mutant.description}`: {r.outcome}"
+                  for r in disproved]
     survivors = [r for r in results if r.outcome == SURVIVED]
     if survivors:
-        lines += ["", f"Survivors ({len(survivors)}):", ""]
+        gaps = [r for r in survivors if r.mutant.id not in equivalent]
+        lines += ["", f"Survivors ({len(survivors)}; {len(survivors) - len(gaps)} judged "
+                      f"equivalent, {len(gaps)} not):", ""]
         for r in sorted(survivors, key=lambda r: (r.mutant.path, r.mutant.line)):
             m = r.mutant
             reach = ""
@@ -69,18 +87,23 @@ def summary(
                     and not lines_run.intersection(range(m.line, m.end_line + 1)):
                 reach = "; **not executed by the ci run**"
             lines.append(f"- `{m.path}:{m.line}` {m.operator} in `{m.function or '<module>'}`: "
-                         f"`{m.description}` (checked by {', '.join(r.components)}{reach})")
+                         f"`{m.description}` (checked by {', '.join(r.components)}{reach})"
+                         + (f": **equivalent**: {equivalent[m.id].reason}"
+                            if m.id in equivalent else ""))
     return "\n".join(lines) + "\n"
 
 
-def _row(name: str, group: Sequence[MutantResult]) -> str:
+def _row(name: str, group: Sequence[MutantResult], equivalent: Mapping[str, Equivalent]) -> str:
     count = {o: sum(1 for r in group if r.outcome == o)
              for o in (KILLED, CRASHED, TIMED_OUT, SURVIVED)}
     detected = len(group) - count[SURVIVED]
     rate = f"{100 * detected / len(group):.0f}%" if group else "n/a"
+    same = sum(1 for r in group if r.outcome == SURVIVED and r.mutant.id in equivalent)
+    judged_total = len(group) - same
+    net = f"{100 * detected / judged_total:.0f}%" if judged_total else "n/a"
     judged = [r for r in group if r.outcome == KILLED and r.under_own_rule is not None]
     own = (f"{100 * sum(1 for r in judged if r.under_own_rule) / len(judged):.0f}% "
            f"({len(judged)})" if judged else "n/a")
     cpu = f"{sum(r.cpu_seconds for r in group) / len(group):.1f}" if group else "n/a"
     return (f"| {name} | {len(group)} | {count[KILLED]} | {count[CRASHED]} | "
-            f"{count[TIMED_OUT]} | {count[SURVIVED]} | {rate} | {own} | {cpu} |")
+            f"{count[TIMED_OUT]} | {count[SURVIVED]} | {rate} | {same} | {net} | {own} | {cpu} |")

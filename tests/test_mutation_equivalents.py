@@ -1,0 +1,86 @@
+"""The registry of judged-equivalent mutants (conformance/mutation/equivalents/*.toml).
+
+Every entry must still name a candidate mutant of the current ``reference/`` (an edited
+line must be judged again), carry a reason, and the report must leave the equivalent
+survivors out of the non-equivalent kill rate (issue 14's done-when figure). A malformed
+registry is one line naming the entry and field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.mutation import equivalents, report, sampling, scope
+from conformance.mutation.mutator import Mutant
+from conformance.mutation.runner import KILLED, SURVIVED, MutantResult
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_entry_names_a_current_mutant() -> None:
+    registry = equivalents.load()
+    paths = sorted({eq.path for eq in registry.values()})
+    modules = scope.mutated_modules(ROOT)
+    for path in paths:
+        assert path in modules, f"the registry names {path}, not a mutated module"
+    pool = sampling.candidates(ROOT, paths)
+    sources = {p: (ROOT / p).read_text() for p in paths}
+    found = {equivalents.key_of(m, sources[m.path]) for m in pool}
+    stale = [eq for key, eq in registry.items() if key not in found]
+    assert not stale, ("registry entries that match no mutant of the current "
+                       "source (judge them again): "
+                       + "; ".join(f"{eq.path} {eq.function} {eq.code!r}" for eq in stale))
+
+
+def _mutant(line: int, replacement: str) -> Mutant:
+    return Mutant(path="reference/rss.py", line=line, col=0, end_line=line, end_col=1,
+                  operator="int", original="1", replacement=replacement, function="f")
+
+
+def _result(m: Mutant, outcome: str) -> MutantResult:
+    return MutantResult(mutant=m, components=("rss",), outcome=outcome,
+                        exit_code=0 if outcome == SURVIVED else 1, seconds=1.0)
+
+
+def test_equivalent_survivors_leave_the_non_equivalent_rate() -> None:
+    """Hand-worked: 4 mutants, 2 killed, 2 survived of which 1 judged equivalent:
+    kill rate 2/4 = 50 %, non-equivalent kill rate 2/3 = 67 %."""
+    ms = [_mutant(n, f"({n})") for n in (1, 2, 3, 4)]
+    results = [_result(ms[0], KILLED), _result(ms[1], KILLED), _result(ms[2], SURVIVED),
+               _result(ms[3], SURVIVED)]
+    eq = equivalents.Equivalent(path="reference/rss.py", function="f", operator="int",
+                                original="1", replacement="(3)", code="x",
+                                reason="a constant read nowhere")
+    text = report.summary(results, equivalent={ms[2].id: eq})
+    row = next(line for line in text.splitlines() if line.startswith("| rss |"))
+    assert row.split("|")[7:10] == [" 50% ", " 1 ", " 67% "]
+    assert "**equivalent**: a constant read nowhere" in text
+    assert "1 judged equivalent, 1 not" in text
+
+
+def test_a_detected_equivalent_is_flagged() -> None:
+    m = _mutant(1, "(2)")
+    eq = equivalents.Equivalent(path=m.path, function="f", operator="int", original="1",
+                                replacement="(2)", code="x", reason="a constant read nowhere")
+    text = report.summary([_result(m, KILLED)], equivalent={m.id: eq})
+    assert "judge them again" in text
+
+
+@pytest.mark.parametrize(("body", "where"), [
+    ('[[mutant]]\npath = "reference/rss.py"\n', "mutant/0"),
+    ('[[mutant]]\npath = "x.py"\nfunction = ""\noperator = "int"\noriginal = "1"\n'
+     'replacement = "2"\ncode = "x = 1"\nreason = "because it is"\n', "mutant/0/path"),
+    ('[[mutant]]\npath = "reference/rss.py"\nfunction = ""\noperator = "neg"\n'
+     'original = "1"\nreplacement = "2"\ncode = "x = 1"\nreason = "because it is"\n',
+     "mutant/0/operator"),
+    ("mutant = [", "not TOML"),
+])
+def test_a_malformed_registry_is_one_line(tmp_path: Path, body: str, where: str) -> None:
+    path = tmp_path / "equivalents.toml"
+    path.write_text(body)
+    with pytest.raises(equivalents.RegistryError) as info:
+        equivalents.load(path)
+    assert where in str(info.value)
+    assert "\n" not in str(info.value)
