@@ -130,7 +130,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run(out: Path) -> int:
-    """Measure, print the table, write it to ``out/reach.md``; 2 on failure."""
+    """Measure, print the table and the missed branches by kind (refusal, explanation,
+    justified, open: :mod:`conformance.mutation.unreached`), write both to
+    ``out/reach.md`` and the open branches to ``out/unreached.md``; 2 on failure."""
+    from conformance.mutation import unreached
+
     try:
         import coverage  # noqa: F401  - only to fail early with a clear message
     except ImportError:
@@ -139,13 +143,24 @@ def run(out: Path) -> int:
         return 2
     try:
         modules = measure(out)
+        branches = unreached.from_report(out / "coverage.json", ROOT)
+    except unreached.JustificationError as exc:
+        print(f"rx-oracle: {exc}", file=sys.stderr)
+        return 2
     except (RuntimeError, subprocess.CalledProcessError, OSError) as exc:
         print(f"rx-oracle: {exc}", file=sys.stderr)
         return 2
     text = table(modules)
+    missed = unreached.report(branches)
     (out / "reach.md").write_text(text)
+    (out / "unreached.md").write_text(missed)
+    still = sum(1 for b in branches if b.kind == unreached.OPEN)
     print(text, end="")
-    return 0
+    print(f"\nmissed branches: {len(branches)}; "
+          + ", ".join(f"{k} {sum(1 for b in branches if b.kind == k)}"
+                      for k in unreached.KINDS)
+          + f" (each open one listed in {out / 'unreached.md'})")
+    return 0 if still == 0 else 1
 
 
 if __name__ == "__main__":  # pragma: no cover
