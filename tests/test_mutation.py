@@ -192,7 +192,7 @@ def test_outcomes_follow_the_suite_exit_status() -> None:
     assert runner.classify(m, ("rss",), 2, hang, (), 1.0).outcome == runner.TIMED_OUT
     assert runner.classify(m, ("rss",), None, "", (), 1.0).outcome == runner.TIMED_OUT
     table = report.summary([killed, elsewhere, crash])
-    assert "| rss | 3 | 2 | 1 | 0 | 0 | 100% | 50% (2) | 0.0 |" in table
+    assert "| rss | 3 | 2 | 1 | 0 | 0 | 100% | 0 | 100% | 50% (2) | 0.0 |" in table
 
 
 def test_the_summary_marks_survivors_the_ci_run_never_executes() -> None:

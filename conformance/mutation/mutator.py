@@ -26,8 +26,9 @@ Operators (``Mutant.operator``):
 Left alone, because no observable can show the change or it is noise: docstrings, type
 annotations, decorators, f-strings, ``raise`` and ``assert`` statements (messages and
 internal sanity checks), imports, trace calls (``emit(...)``, ``trace.emit(...)``) and
-``if trace ...`` blocks, class-body declarations (attrs fields), and the text-only
-methods (``__repr__``, ``__str__``, ``__reduce__``, ``render``, ``explain*``).
+``if trace ...`` blocks, class-body declarations (attrs fields), the text-only
+methods (``__repr__``, ``__str__``, ``__reduce__``, ``render``, ``explain*``), and the
+model's self-checks and report judges (:data:`_SELF_CHECKS`: equivalent by construction).
 """
 
 from __future__ import annotations
@@ -53,6 +54,18 @@ _CMP_FLIP: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.In: ast.NotIn, ast.NotIn: ast.In,
 }
 _TEXT_ONLY = frozenset({"__repr__", "__str__", "__reduce__", "render"})
+#: The model's checks of its own invariants, and the judges of a target's or the live
+#: kernel's reports that live beside the model: on a correct state a weakened check
+#: finds nothing either (an equivalent by construction), and a strengthened one only
+#: makes the mutated target report a broken state of its own making.  Neither says
+#: anything about the suite's power.
+_SELF_CHECKS = frozenset({
+    "conservation_problems", "check_conservation",        # page_pool/ledger.py, pool.py
+    "ledger_problems", "check",                            # cpumap_sim.py, zcrx/engine.py
+    "problems",                                            # zcrx/engine.py
+    "tracepoint_problems",                                 # cpumap.py (CPUMAP-LIVE-001)
+    "rss_hash_type_violations", "rss_hash_type_ok",        # kfuncs.py (KFUNC-RSS-002/003)
+})
 #: Builtins whose swapped arguments are only a TypeError, or change nothing (min, max).
 _NO_SWAP = frozenset({"isinstance", "issubclass", "getattr", "setattr", "hasattr", "min", "max"})
 
@@ -305,7 +318,8 @@ def _never_mutated(node: ast.AST) -> bool:
                   | ast.arg | ast.Global | ast.Nonlocal):
         return True
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-        return node.name in _TEXT_ONLY or node.name.startswith("explain")
+        return (node.name in _TEXT_ONLY or node.name in _SELF_CHECKS
+                or node.name.startswith("explain"))
     if isinstance(node, ast.Call):
         return _is_trace_call(node)
     if isinstance(node, ast.If):

@@ -43,6 +43,7 @@ from typing import Any
 
 import attrs
 
+from conformance.mutation import scope
 from conformance.mutation.mutator import Mutant
 
 KILLED, CRASHED, TIMED_OUT, SURVIVED = "killed", "killed by crash", "timed out", "survived"
@@ -107,9 +108,10 @@ class MutantResult:
 
 def suite_argv(
     python: str, mutant_dir: Path, root: Path, components: Sequence[str], report: Path,
-    limits: Limits,
+    limits: Limits, kernel: str | None = None,
 ) -> list[str]:
-    """The suite command for one mutant (its target command is the exec spec)."""
+    """The suite command for one mutant (its target command is the exec spec), judged at
+    ``kernel`` (the default kernel when None)."""
     serve = ["env", f"PYTHONPATH={mutant_dir}{os.pathsep}{root}", "PYTHONDONTWRITEBYTECODE=1",
              python, "-m", "conformance.cli", "serve", "--target", "reference"]
     argv = [python, "-m", "conformance.mutation.suite", *(["--shrink"] if limits.shrink else []),
@@ -117,6 +119,8 @@ def suite_argv(
             "--timeout", f"{limits.request:g}", "--report", str(report)]
     for component in components:
         argv += ["--driver", component]
+    if kernel is not None:
+        argv += ["--kernel", kernel]
     return argv
 
 
@@ -128,8 +132,13 @@ def run_mutant(
     limits: Limits = Limits(),
     python: str = sys.executable,
     scratch: Path | None = None,
+    kernels: Sequence[str] = (),
 ) -> MutantResult:
-    """Run the suite's ``components`` against ``mutant``; never writes under ``root``."""
+    """Run the suite's ``components`` against ``mutant``; never writes under ``root``.
+
+    With ``kernels``, the suite runs once per kernel version, in order, until one run
+    detects the mutant (the result is that run's, with the CPU time of all of them).
+    """
     source = (root / mutant.path).read_text()
     with tempfile.TemporaryDirectory(prefix="rx-mutant-", dir=scratch) as tmp_name:
         tmp = Path(tmp_name).resolve()
@@ -140,13 +149,20 @@ def run_mutant(
         if not mutated.is_relative_to(tmp):  # pragma: no cover - a path escaping the copy
             raise ValueError(f"mutant path {mutant.path!r} leaves the scratch copy")
         mutated.write_text(mutant.apply(source))
-        report = tmp / "report.json"
-        argv = suite_argv(python, mutant_dir, root, components, report, limits)
-        env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
         start = time.monotonic()
-        code, stderr, cpu = _run(argv, cwd=tmp, env=env, limit=limits.mutant)
+        cpu = 0.0
+        for kernel in (kernels or (None,)):
+            report = tmp / "report.json"
+            report.unlink(missing_ok=True)
+            argv = suite_argv(python, mutant_dir, root, components, report, limits, kernel)
+            env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
+            code, stderr, spent = _run(argv, cwd=tmp, env=env,
+                                       limit=limits.mutant - (time.monotonic() - start))
+            cpu += spent
+            failed = _failed_rules(report)
+            if code != 0:
+                break
         seconds = time.monotonic() - start
-        failed = _failed_rules(report)
     result = classify(mutant, tuple(components), code, stderr, failed, seconds)
     return attrs.evolve(result, cpu_seconds=cpu)
 
@@ -183,7 +199,8 @@ def run_all(
     items = list(work)
     results: list[MutantResult | None] = [None] * len(items)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_mutant, m, c, root=root, limits=limits): i
+        futures = {pool.submit(run_mutant, m, c, root=root, limits=limits,
+                               kernels=scope.kernels_for(m.path)): i
                    for i, (m, c) in enumerate(items)}
         for future in as_completed(futures):
             result = future.result()

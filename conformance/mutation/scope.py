@@ -30,7 +30,12 @@ grew.
 | ``xdp/frame.py``, ``xdp/mem.py`` | xdp, cpumap | frame conversion and memory return feed cpumap |
 | ``xdp/*`` (the rest) | xdp, veth | the generic buffer path and veth's |
 | ``page_pool/*`` | page_pool, cpumap | cpumap recycles pages through the pool |
-| ``kernel.py`` | fec, tun, kfunc, page_pool, cpumap, zcrx | the version gates they consult |
+| ``kernel.py`` | fec, tun, kfunc, xdp, page_pool, cpumap, zcrx, mlx5 | their version gates |
+
+A mutant of ``kernel.py`` (the version gates) runs the suite once per supported kernel
+series (:func:`kernels_for`) until one run detects it: a gate moved by one release only
+shows on the side of the gate the default kernel is not on, and the ci run judges the
+default kernel only.
 
 Not mutated: ``reference/__init__.py`` (version strings), ``trace.py`` (explanations,
 never an observable) and ``errors.py`` (exception messages and pickling: the suite never
@@ -61,7 +66,8 @@ TABLE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reference/packet.py", ("rss", "fec", "mlx5")),
     ("reference/checksum.py", ("fec", "mlx5")),
     ("reference/kfuncs.py", ("kfunc", "xdp", "veth", "rss")),
-    ("reference/kernel.py", ("fec", "tun", "kfunc", "page_pool", "cpumap", "zcrx")),
+    ("reference/kernel.py", ("fec", "tun", "kfunc", "xdp", "page_pool", "cpumap", "zcrx",
+                             "mlx5")),
     ("reference/xdp/frame.py", ("xdp", "cpumap")),
     ("reference/xdp/mem.py", ("xdp", "cpumap")),
     ("reference/xdp/*", ("xdp", "veth")),
@@ -75,6 +81,20 @@ def components_for(path: str) -> tuple[str, ...]:
         if fnmatch.fnmatchcase(path, pattern):
             return components
     return ()
+
+
+#: Modules whose mutants run the suite once per supported kernel (see the module docstring).
+KERNEL_SWEEP = frozenset({"reference/kernel.py"})
+
+
+def kernels_for(path: str) -> tuple[str, ...]:
+    """The ``--kernel`` versions a mutant of ``path`` is judged at: () for the default only,
+    every supported series (oldest first) for a module in :data:`KERNEL_SWEEP`."""
+    if path not in KERNEL_SWEEP:
+        return ()
+    from reference.kernel import SUPPORTED
+
+    return tuple(str(v) for _, v in sorted(SUPPORTED.items()))
 
 
 def mutated_modules(root: Path) -> list[str]:
