@@ -43,7 +43,7 @@ from typing import Any
 
 import attrs
 
-from conformance.mutation import scope
+from conformance.mutation import gates
 from conformance.mutation.mutator import Mutant
 
 KILLED, CRASHED, TIMED_OUT, SURVIVED = "killed", "killed by crash", "timed out", "survived"
@@ -200,7 +200,7 @@ def run_all(
     results: list[MutantResult | None] = [None] * len(items)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(run_mutant, m, c, root=root, limits=limits,
-                               kernels=scope.kernels_for(m.path)): i
+                               kernels=gates.kernels_for(m, root)): i
                    for i, (m, c) in enumerate(items)}
         for future in as_completed(futures):
             result = future.result()

@@ -32,10 +32,10 @@ grew.
 | ``page_pool/*`` | page_pool, cpumap | cpumap recycles pages through the pool |
 | ``kernel.py`` | fec, tun, kfunc, xdp, page_pool, cpumap, zcrx, mlx5 | their version gates |
 
-A mutant of ``kernel.py`` (the version gates) runs the suite once per supported kernel
-series (:func:`kernels_for`) until one run detects it: a gate moved by one release only
-shows on the side of the gate the default kernel is not on, and the ci run judges the
-default kernel only.
+A mutant of ``kernel.py`` (the version gates) is judged at the kernel versions where the
+mutated gate table answers differently from the pristine one
+(:mod:`conformance.mutation.gates`): the ci run judges the default kernel only, and a
+gate moved by one release shows only on the other side of it.
 
 Not mutated: ``reference/__init__.py`` (version strings), ``trace.py`` (explanations,
 never an observable) and ``errors.py`` (exception messages and pickling: the suite never
@@ -81,20 +81,6 @@ def components_for(path: str) -> tuple[str, ...]:
         if fnmatch.fnmatchcase(path, pattern):
             return components
     return ()
-
-
-#: Modules whose mutants run the suite once per supported kernel (see the module docstring).
-KERNEL_SWEEP = frozenset({"reference/kernel.py"})
-
-
-def kernels_for(path: str) -> tuple[str, ...]:
-    """The ``--kernel`` versions a mutant of ``path`` is judged at: () for the default only,
-    every supported series (oldest first) for a module in :data:`KERNEL_SWEEP`."""
-    if path not in KERNEL_SWEEP:
-        return ()
-    from reference.kernel import SUPPORTED
-
-    return tuple(str(v) for _, v in sorted(SUPPORTED.items()))
 
 
 def mutated_modules(root: Path) -> list[str]:

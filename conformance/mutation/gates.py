@@ -1,0 +1,94 @@
+"""At which kernel versions to judge a mutant of the version gates (``reference/kernel.py``).
+
+The ci run judges the default kernel only, so a gate mutant (a stable backport moved by
+one sublevel, a mainline release swapped) shows only at the versions where the mutated
+gate table and the pristine one disagree. This module finds them: it loads both tables,
+asks every gate of both at candidate versions of each supported series (every sublevel a
+gate names, one before it, 0, and the tree's own), and returns the versions where some
+gate answers differently. A mutant that changes no gate's answer at any candidate (the
+parser, a description) is judged at each supported tree. Passing a full version such as
+``6.12.62`` to ``--kernel`` is how a user names a stable release (KVER-001).
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+from conformance.mutation.mutator import Mutant
+
+GATED = "reference/kernel.py"
+
+#: At most this many disagreeing versions are run (oldest first): one is enough to
+#: detect, a second guards against a run that is not applicable there.
+MAX_VERSIONS = 3
+
+
+def _load(source: str) -> types.ModuleType | None:
+    """The module ``source`` defines (its own name, not ``reference.kernel``), or None if
+    it does not load."""
+    name = "_rx_oracle_gate_table"
+    module = types.ModuleType(name)
+    sys.modules[name] = module  # attrs resolves the classes' module while defining them
+    try:
+        exec(compile(source, GATED, "exec"), module.__dict__)
+    except Exception:  # a mutant that does not load is judged everywhere
+        return None
+    finally:
+        del sys.modules[name]
+    return module
+
+
+def _candidates(*tables: Any) -> list[Any]:
+    pristine = tables[0]
+    subs: dict[tuple[int, int], set[int]] = {s: {0, v.sublevel}
+                                              for s, v in pristine.SUPPORTED.items()}
+    for table in tables:
+        try:
+            stables = [t for g in table.GATES.values() for t in g.since.stable]
+        except (AttributeError, TypeError):  # a mutated table whose entries are mixed up
+            continue
+        for entry in stables:
+            try:
+                major, minor, sub = (int(x) for x in entry)
+            except (TypeError, ValueError):
+                continue
+            if (major, minor) in subs:
+                subs[(major, minor)] |= {sub, max(sub - 1, 0)}
+    return [pristine.KernelVersion(m, n, s) for (m, n), found in sorted(subs.items())
+            for s in sorted(found)]
+
+
+def _answers(table: Any, version: Any) -> dict[str, bool | None]:
+    out: dict[str, bool | None] = {}
+    for rule in table.GATES:
+        try:
+            out[rule] = bool(table.gate(table.KernelVersion(*version_tuple(version)), rule))
+        except Exception:  # a mutated gate that raises differs
+            out[rule] = None
+    return out
+
+
+def version_tuple(version: Any) -> tuple[int, int, int]:
+    return (version.major, version.minor, version.sublevel)
+
+
+def kernels_for(mutant: Mutant, root: Path) -> tuple[str, ...]:
+    """The ``--kernel`` versions to judge ``mutant`` at: () (the default kernel) unless it
+    mutates the gate table; else where the tables disagree, or every supported tree."""
+    if mutant.path != GATED:
+        return ()
+    source = (root / GATED).read_text()
+    pristine, mutated = _load(source), _load(mutant.apply(source))
+    if pristine is None:  # pragma: no cover - the repository's own kernel.py loads
+        raise RuntimeError(f"{GATED} does not load")
+    everywhere = tuple(str(v) for _, v in sorted(pristine.SUPPORTED.items()))
+    if mutated is None:
+        return everywhere
+    differ = []
+    for version in _candidates(pristine, mutated):
+        if _answers(pristine, version) != _answers(mutated, version):
+            differ.append(str(version))
+    return tuple(differ[:MAX_VERSIONS]) or everywhere

@@ -1,0 +1,39 @@
+"""Gate mutants are judged where the mutated gate table disagrees with the pristine one
+(conformance/mutation/gates.py), not at the default kernel only.
+
+Hand-worked: XDP-ADJ-010's backport is 6.12.58 (KVER gate table, reference/kernel.py); a
+mutant moving it to 6.12.59 answers differently at 6.12.58 only, so that version must be
+among those the mutant is judged at; a mutant outside kernel.py is judged at the default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conformance.mutation import gates, sampling
+from conformance.mutation.mutator import Mutant
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _gate_mutant(original: str, replacement: str, near: str) -> Mutant:
+    source = (ROOT / gates.GATED).read_text()
+    line = next(i for i, text in enumerate(source.splitlines(), 1) if near in text)
+    for m in sampling.candidates(ROOT, [gates.GATED]):
+        if m.line in range(line, line + 5) and m.original == original \
+                and m.replacement == replacement:
+            return m
+    raise AssertionError(f"no mutant {original} -> {replacement} near {near}")
+
+
+def test_a_moved_backport_is_judged_where_it_moved() -> None:
+    m = _gate_mutant("58", "(59)", 'Gate("XDP-ADJ-010"')
+    versions = gates.kernels_for(m, ROOT)
+    assert "6.12.58" in versions
+    assert all(v.startswith("6.12.") for v in versions)
+
+
+def test_other_modules_are_judged_at_the_default_kernel() -> None:
+    m = Mutant(path="reference/rss.py", line=1, col=0, end_line=1, end_col=1,
+               operator="int", original="1", replacement="(2)")
+    assert gates.kernels_for(m, ROOT) == ()
