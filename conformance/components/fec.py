@@ -38,7 +38,7 @@ from conformance.components import Component
 from conformance.components.xdp import op_lists
 from conformance.readable import config_text, value_text
 from conformance.scenario import Scenario
-from conformance.strategies.frames import ethernet_frames
+from conformance.strategies.frames import ethernet_frames, udp_length_frames
 from reference import page_pool as pp
 from reference.errors import InvalidConfig
 from reference.fec import device, rx, tx
@@ -665,6 +665,8 @@ def family_scenarios() -> list[tuple[str, Scenario]]:
     for ex, on in ((True, True), (True, False), (False, True)):  # FEC-DEV-004, FEC-RX-011
         add(f"csum-ex-{ex}-rxcsum-{on}", ("FEC-DEV-004", "FEC-RX-011"),
             {"bufdesc_ex": ex, "rx_csum": on, "rx_ring_size": 16}, csum)
+    add("csum-udp-length", ("FEC-DEV-004", "FEC-RX-011"),  # CSUM-L4-002, CSUM-L4-003
+        {"bufdesc_ex": True, "rx_csum": True, "rx_ring_size": 16}, udp_length_frames())
     tags = [_tagged(udp, 0x8100, 0xE001), _tagged(udp, 0x8100, 0x1FFF),
             _tagged(udp, 0x88A8, 0x2005), _tagged(_tagged(udp, 0x8100, 7), 0x88A8, 0xA00B),
             _tagged(base + bytes(50), 0x8100, 0xFFFF)]
