@@ -24,7 +24,8 @@ observables: ``packets`` (one per RX descriptor the driver consumed), ``tx_compl
          flushed the redirect lists, FEC-XDP-006), ``rx_ring`` (the ring bytes at the end),
          ``dma``: fec's own syncs for the CPU and for the device as ``[offset in page,
          length]`` in call order, its TX unmaps, and the pool's maps, unmaps and syncs for
-         the device (``[offset in page, length]``).
+         the device (``[offset in page, length]``); ``tx_rings`` (each TX queue's ring
+         bytes at the end).
 """
 
 from __future__ import annotations
@@ -264,6 +265,7 @@ def run(scenario: Scenario, trace: Trace | None = None,
                          "syncs_for_device": [[s.addr & _PAGE_MASK, s.size]
                                               for s in dev.syncs_for_device]}},
         "rx_ring": bytes(fep.rxq.ring.mem).hex(),
+        "tx_rings": [bytes(txq.ring.mem).hex() for txq in fep.txqs],
     }
 
 
@@ -322,7 +324,12 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("dma.unmaps", ("FEC-TX-005",)),
     ("dma.pool.*", ("FEC-XDP-002", "FEC-RX-014")),
     ("rx_ring", ("FEC-RX-003",)),
+    ("tx_rings*", ("FEC-TX-003",)),
 )
+
+#: The rules that write TX descriptors: open, the fill, the MAC's send, the completion's
+#: unmap, restart.
+_TX_RING_WRITERS = ("FEC-RX-001", "FEC-TX-003", "FEC-DEV-008", "FEC-TX-005", "FEC-RX-013")
 
 
 def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
@@ -334,11 +341,17 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     after a budget-0 one held XDP buffers back, restart or close) and its error by the
     MAC's status too (FEC-DEV-008), the wire by the MAC's send; the RX ring by its last
     writer, then the writers of every slot's words (open FEC-RX-001, the MAC, NAPI's
-    re-arm, restart); after a close, the pool's state and the zeroed XDP counters by the
+    re-arm, restart); the TX rings by the rules that wrote TX descriptors, latest first
+    (open, the fill FEC-TX-003, the MAC FEC-DEV-008, completion FEC-TX-005, restart);
+    after a close, the pool's state and the zeroed XDP counters by the
     close rule."""
     blame: dict[str, Any] = {}
-    obs = run(scenario, Trace(), blame)
+    trace = Trace()
+    obs = run(scenario, trace, blame)
     packets = obs["packets"]
+    applied_rules = trace.rules()
+    tx_writers = sorted((r for r in _TX_RING_WRITERS if r in applied_rules),
+                        key=lambda r: -max(i for i, e in enumerate(applied_rules) if e == r))
     ops = [str(ev["op"]) for ev in scenario.events or DEFAULT_EVENTS]
     closed = "close" in ops
     cfg = config_of(scenario)
@@ -388,6 +401,9 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
             writers = [r for slot in blame["slots"] for r in slot]
             return _dedup((str(blame["rx_ring"]), *writers, *layout, "FEC-BD-003",
                            "FEC-BD-006"))
+        if path.startswith("tx_rings["):  # the latest writer first, then the layout
+            layout = (("FEC-BD-002", "FEC-BD-004") if cfg.bufdesc_ex else ("FEC-BD-001",))
+            return _dedup((*tx_writers, *layout, "FEC-BD-003", "FEC-BD-006"))
         if closed and (path.startswith("page_pool.") or path.startswith("ethtool.rx_xdp_")):
             return ("FEC-RX-016",)
         if "stack_free" in ops and path.startswith("ethtool.rx_pp_recycle_"):
