@@ -184,6 +184,7 @@ def test_redirect_without_target_counts_redirect_only() -> None:
     (rec,), _ = rx.napi_poll(fep, 64, _prog({"op": "return", "action": 4}))
     assert rec.outcome == "recycled" and rec.xdp is not None and rec.xdp.exception
     assert fep.rxq.stats == [1, 0, 0, 0, 0, 0, 0]
+    assert fep.xdp_flushes == 0  # only a redirect that succeeded asks for xdp_do_flush
     fep = _open(xdp=True, redirect_ok=True)
     device.receive(fep, UDP_FRAME)
     (rec,), _ = rx.napi_poll(fep, 64, _prog({"op": "return", "action": 4}))
@@ -349,7 +350,7 @@ def test_f601899e4321_xdp_tx_converts_once_per_packet() -> None:
         # The XDP_TX counters were added after f601899e4321.
         assert obs["ethtool"]["rx_xdp_tx"] == (0 if old else 3)
     assert counts[False] == {"xdp_frame_conversions": 0, "dma_syncs_for_cpu": 3,
-                             "dma_syncs_for_device": 3}
+                             "dma_syncs_for_device": 3, "xdp_do_flush": 0}
     assert counts[True]["xdp_frame_conversions"] == 3
 
 

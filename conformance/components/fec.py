@@ -20,10 +20,12 @@ events:  optional; default: ``rx`` (every frame), ``napi``, ``tx_done``, ``napi`
 observables: ``packets`` (one per RX descriptor the driver consumed), ``tx_completions``,
          ``wire`` (frames the MAC sent), ``xdp_xmit`` (frames each ndo call queued),
          ``counters`` (ndev->stats), ``ethtool`` (XDP and page_pool strings),
-         ``page_pool``, ``conservation``, ``ops``, ``rx_ring`` (the ring bytes at the end),
+         ``page_pool``, ``conservation``, ``ops`` (``xdp_do_flush``: the polls that
+         flushed the redirect lists, FEC-XDP-006), ``rx_ring`` (the ring bytes at the end),
          ``dma``: fec's own syncs for the CPU and for the device as ``[offset in page,
          length]`` in call order, its TX unmaps, and the pool's maps, unmaps and syncs for
-         the device (``[offset in page, length]``).
+         the device (``[offset in page, length]``); ``tx_rings`` (each TX queue's ring
+         bytes at the end).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from conformance.components import Component
 from conformance.components.xdp import op_lists
 from conformance.readable import config_text, value_text
 from conformance.scenario import Scenario
-from conformance.strategies.frames import ethernet_frames
+from conformance.strategies.frames import ethernet_frames, udp_length_frames
 from reference import page_pool as pp
 from reference.errors import InvalidConfig
 from reference.fec import device, rx, tx
@@ -132,11 +134,23 @@ def _rules_since(trace: Trace | None, start: int) -> set[str]:
     return {e.rule for i, e in enumerate(trace or ()) if i >= start}
 
 
+#: The MAC's decisions about one frame beyond writing its descriptor (FEC-DEV-005): the
+#: truncation of a giant, the checksum verdict, the VLAN bit, the split over two slots.
+_FRAME_RULES = ("FEC-DEV-003", "FEC-DEV-004", "FEC-DEV-006", "FEC-DEV-007")
+
+
+def _dedup(rules: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(rules))
+
+
 def run(scenario: Scenario, trace: Trace | None = None,
         blame: dict[str, Any] | None = None) -> dict[str, Any]:
     """The observables; with ``blame`` (and a ``trace``), also which rule decided each TX
-    completion (``blame["completions"]``) and the last write of the RX ring
-    (``blame["rx_ring"]``), from the events and the reference's own trace."""
+    completion (``blame["completions"]``), the last write of the RX ring
+    (``blame["rx_ring"]``), the writers of each RX slot's current words
+    (``blame["slots"]``) and the MAC's decisions about each frame (``blame["frames"]``,
+    frame index -> the FEC-DEV rules its reception applied), from the events and the
+    reference's own trace."""
     cfg = config_of(scenario)
     origins: list[tuple[str, ...]] = []
     ring_rule = "FEC-RX-001"  # fec_enet_open armed every slot
@@ -148,6 +162,9 @@ def run(scenario: Scenario, trace: Trace | None = None,
         allocator.bulk_limit = int(scenario.config["page_alloc_bulk"])
     fep = rx.fec_enet_open(cfg, allocator=allocator, trace=trace)
     slot_frame: dict[int, int] = {}
+    # Which rules wrote each RX slot's current words: open armed them all (FEC-RX-001).
+    slot_writers: list[tuple[str, ...]] = [("FEC-RX-001",)] * cfg.rx_ring_size
+    frame_rules: dict[int, tuple[str, ...]] = {}
 
     def program_for(slot: int) -> Any:
         i = slot_frame.get(slot)
@@ -166,10 +183,15 @@ def run(scenario: Scenario, trace: Trace | None = None,
             which = ev.get("frames")
             indices = list(range(received, len(scenario.frames))) if which is None else which
             for i in indices:
+                start = len(trace) if trace is not None else 0
                 w = device.receive(fep, scenario.frames[int(i)], faults.get(int(i), frozenset()),
                                    trace=trace)
-                for s in w.slots:
+                decided = _rules_since(trace, start)
+                frame_rules[int(i)] = tuple(r for r in _FRAME_RULES if r in decided)
+                for s in w.slots:  # the MAC rewrote all but the address (FEC-DEV-005)
                     slot_frame[s] = int(i)
+                    slot_writers[s] = _dedup(("FEC-DEV-005", *frame_rules[int(i)],
+                                              *slot_writers[s]))
             received = max([received, *[int(i) + 1 for i in indices]])
             ring_rule = "FEC-DEV-005" if indices else ring_rule
         elif op == "napi":
@@ -180,6 +202,8 @@ def run(scenario: Scenario, trace: Trace | None = None,
             origins += [("FEC-TX-006", "FEC-TX-005") if tx_held else ("FEC-TX-005",)] * len(done)
             tx_held = "FEC-TX-006" in _rules_since(trace, mark) or (tx_held and not done)
             ring_rule = "FEC-RX-003" if recs else ring_rule
+            for r in recs:  # NAPI re-armed every word it consumed (FEC-RX-003)
+                slot_writers[r.slot] = ("FEC-RX-003",)
         elif op == "tx_done":
             count = ev.get("count")
             for q in range(len(fep.txqs)):
@@ -198,6 +222,7 @@ def run(scenario: Scenario, trace: Trace | None = None,
             completions += [_completion(c) for c in done]
             origins += [("FEC-TX-007",)] * len(done)
             ring_rule, tx_held = "FEC-RX-013", False
+            slot_writers = [_dedup(("FEC-RX-013", *w)) for w in slot_writers]  # status only
         elif op == "close":
             done = rx.fec_enet_close(fep, trace)
             completions += [_completion(c) for c in done]
@@ -209,6 +234,8 @@ def run(scenario: Scenario, trace: Trace | None = None,
     if blame is not None:
         blame["completions"] = origins
         blame["rx_ring"] = ring_rule
+        blame["slots"] = slot_writers
+        blame["frames"] = frame_rules
     pool = fep.rxq.pool
     dev = pool.dev
     assert dev is not None
@@ -229,7 +256,8 @@ def run(scenario: Scenario, trace: Trace | None = None,
         "conservation": rx.conservation(fep),
         "ops": {"xdp_frame_conversions": fep.ops.xdp_frame_conversions,
                 "dma_syncs_for_cpu": len(fep.syncs.for_cpu),
-                "dma_syncs_for_device": len(fep.syncs.for_device)},
+                "dma_syncs_for_device": len(fep.syncs.for_device),
+                "xdp_do_flush": fep.xdp_flushes},
         "dma": {"for_cpu": [[addr & _PAGE_MASK, n] for addr, n in fep.syncs.for_cpu],
                 "for_device": [[addr & _PAGE_MASK, n] for addr, n in fep.syncs.for_device],
                 "unmaps": fep.syncs.unmaps,
@@ -237,6 +265,7 @@ def run(scenario: Scenario, trace: Trace | None = None,
                          "syncs_for_device": [[s.addr & _PAGE_MASK, s.size]
                                               for s in dev.syncs_for_device]}},
         "rx_ring": bytes(fep.rxq.ring.mem).hex(),
+        "tx_rings": [bytes(txq.ring.mem).hex() for txq in fep.txqs],
     }
 
 
@@ -247,6 +276,7 @@ def _completion(c: tx.TxCompletion) -> dict[str, Any]:
 
 def expected(scenario: Scenario) -> dict[str, Any]:
     return run(scenario)
+
 
 
 _PAGE_RULES = {"tx_ring": ("FEC-XDP-005",), "recycled": ("FEC-XDP-003",),
@@ -287,43 +317,93 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("page_pool.*", ("FEC-RX-014",)),
     ("conservation.*", ("FEC-RX-015",)),
     ("ops.dma_syncs_for_cpu", ("FEC-RX-007",)),
+    ("ops.xdp_do_flush", ("FEC-XDP-006",)),
     ("ops.*", ("FEC-XDP-008",)),
     ("dma.for_cpu*", ("FEC-RX-007",)),
     ("dma.for_device*", ("FEC-XDP-005",)),
     ("dma.unmaps", ("FEC-TX-005",)),
     ("dma.pool.*", ("FEC-XDP-002", "FEC-RX-014")),
     ("rx_ring", ("FEC-RX-003",)),
+    ("tx_rings*", ("FEC-TX-003",)),
 )
+
+#: The rules that write TX descriptors: open, the fill, the MAC's send, the completion's
+#: unmap, restart.
+_TX_RING_WRITERS = ("FEC-RX-001", "FEC-TX-003", "FEC-DEV-008", "FEC-TX-005", "FEC-RX-013")
 
 
 def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     """Blame from the reference's own run: a packet's ``page`` field by the fate it got
-    (XDP_TX, drop path, skb, refill failure); a TX completion by what produced it (a
-    poll, a poll after a budget-0 one held XDP buffers back, restart or close); the RX
-    ring by its last writer (open, the MAC, NAPI's re-arm, restart); after a close, the
-    pool's state and the zeroed XDP counters by the close rule."""
+    (XDP_TX, drop path, skb, refill failure; a REDIRECT verdict also by FEC-XDP-006); a
+    packet's status, length, VLAN and checksum fields also by the MAC's decisions about
+    its frame (truncation FEC-DEV-003, checksum verdict FEC-DEV-004, VLAN bit
+    FEC-DEV-006, split FEC-DEV-007); a TX completion by what produced it (a poll, a poll
+    after a budget-0 one held XDP buffers back, restart or close) and its error by the
+    MAC's status too (FEC-DEV-008), the wire by the MAC's send; the RX ring by its last
+    writer, then the writers of every slot's words (open FEC-RX-001, the MAC, NAPI's
+    re-arm, restart); the TX rings by the rules that wrote TX descriptors, latest first
+    (open, the fill FEC-TX-003, the MAC FEC-DEV-008, completion FEC-TX-005, restart);
+    after a close, the pool's state and the zeroed XDP counters by the
+    close rule."""
     blame: dict[str, Any] = {}
-    obs = run(scenario, Trace(), blame)
+    trace = Trace()
+    obs = run(scenario, trace, blame)
     packets = obs["packets"]
+    applied_rules = trace.rules()
+    tx_writers = sorted((r for r in _TX_RING_WRITERS if r in applied_rules),
+                        key=lambda r: -max(i for i, e in enumerate(applied_rules) if e == r))
     ops = [str(ev["op"]) for ev in scenario.events or DEFAULT_EVENTS]
     closed = "close" in ops
+    cfg = config_of(scenario)
+    strips_vlan = cfg.bufdesc_ex and cfg.vlan_rx  # FEC-RX-009 reads the MAC's VLAN bit
+
+    def device_rules(packet: dict[str, Any], field: str) -> tuple[str, ...]:
+        """The MAC's decisions (FEC-DEV-*) behind one field of a consumed descriptor."""
+        frame = packet["frame"]
+        made = set(blame["frames"].get(frame, ())) if frame is not None else set()
+        wants = {"sc": ("FEC-DEV-003", "FEC-DEV-007"), "datlen": ("FEC-DEV-003", "FEC-DEV-007"),
+                 "skb.ip_summed": ("FEC-DEV-004",)}.get(field, ())
+        if field.startswith("skb.") and field != "skb.ip_summed" and strips_vlan:
+            wants = ("FEC-DEV-006",)
+        return tuple(r for r in wants if r in made)
 
     def rules(path: str) -> tuple[str, ...]:
-        if path.startswith("packets[") and path.endswith("].page"):
+        if path.startswith("packets["):
             index = int(path.removeprefix("packets[").partition("]")[0])
+            field = path.partition("].")[2]
+            if index < len(packets) and field == "page":
+                packet = packets[index]
+                page = _PAGE_RULES.get(str(packet["page"]), ())
+                if packet["verdict"] == "XDP_REDIRECT" and "FEC-XDP-006" not in page:
+                    return ("FEC-XDP-006", *page)  # the redirect failed: the drop path
+                return page
             if index < len(packets):
-                return _PAGE_RULES.get(str(packets[index]["page"]), ())
+                made = device_rules(packets[index], field)
+                if "FEC-DEV-006" in made:  # the tag the driver stripped, or not
+                    made = ("FEC-RX-009", *made)
+                if made:
+                    return _dedup((*made, *COMPONENT.rules_for(path)))
+        if path.startswith("wire["):  # what the MAC read and sent (FEC-DEV-008)
+            return ("FEC-DEV-008", *COMPONENT.rules_for(path))
+        if path == "ethtool.rx_xdp_redirect":  # counted before the redirect is tried
+            return ("FEC-XDP-006", "FEC-STATS-003")
         if path.startswith("tx_completions["):
             index = int(path.removeprefix("tx_completions[").partition("]")[0])
             origins = blame["completions"]
             if path.endswith("].type"):
                 return ("FEC-TX-001",)
             if index < len(origins):
+                if path.endswith("].error") and origins[index] == ("FEC-TX-005",):
+                    return ("FEC-TX-005", "FEC-DEV-008")  # the status the MAC wrote
                 return tuple(origins[index])
-        if path == "rx_ring":  # the writer's rule, then the descriptor layout
-            layout = (("FEC-BD-002", "FEC-BD-004") if scenario.config.get("bufdesc_ex")
-                      else ("FEC-BD-001",))
-            return (str(blame["rx_ring"]), *layout, "FEC-BD-003", "FEC-BD-006")
+        if path == "rx_ring":  # the last writer, every slot's writers, the layout
+            layout = (("FEC-BD-002", "FEC-BD-004") if cfg.bufdesc_ex else ("FEC-BD-001",))
+            writers = [r for slot in blame["slots"] for r in slot]
+            return _dedup((str(blame["rx_ring"]), *writers, *layout, "FEC-BD-003",
+                           "FEC-BD-006"))
+        if path.startswith("tx_rings["):  # the latest writer first, then the layout
+            layout = (("FEC-BD-002", "FEC-BD-004") if cfg.bufdesc_ex else ("FEC-BD-001",))
+            return _dedup((*tx_writers, *layout, "FEC-BD-003", "FEC-BD-006"))
         if closed and (path.startswith("page_pool.") or path.startswith("ethtool.rx_xdp_")):
             return ("FEC-RX-016",)
         if "stack_free" in ops and path.startswith("ethtool.rx_pp_recycle_"):
@@ -372,7 +452,7 @@ def explain(scenario: Scenario) -> str:
 _TX_STATUS = st.sampled_from([0, 0, 0, BD_ENET_TX_HB, BD_ENET_TX_LC, BD_ENET_TX_RL,
                               BD_ENET_TX_UN, BD_ENET_TX_CSL, BD_ENET_TX_DEF,
                               BD_ENET_TX_DEF | BD_ENET_TX_UN, BD_ENET_TX_STATS])
-_FAULTS = st.sampled_from([["crc"], ["overrun"], ["non_octet"], ["no_last"], ["split"]])
+_FAULTS = st.sampled_from([["split"], ["crc"], ["overrun"], ["non_octet"], ["no_last"]])
 
 
 @st.composite
@@ -412,8 +492,10 @@ def scenarios(draw: st.DrawFn, *, drops: bool = False) -> Scenario:
         "arch": draw(st.sampled_from(["arm64", "armhf"])),
         "num_rx_queues": draw(st.sampled_from([1, 1, 1, 2, 3])),  # FEC-RX-018
     }
-    if draw(st.integers(0, 3)) == 0:
-        config["faults"] = {str(draw(st.integers(0, len(frames) - 1))): draw(_FAULTS)}
+    if draw(st.integers(0, 2)) == 0:  # FEC-DEV-005, FEC-DEV-007: faults on one frame or more
+        faulty = draw(st.lists(st.integers(0, len(frames) - 1), min_size=1, max_size=2,
+                               unique=True))
+        config["faults"] = {str(i): draw(_FAULTS) for i in faulty}
     program: tuple[dict[str, Any], ...] | None = None
     if drops:
         program = tuple(draw(shrink_then_drop()))
@@ -424,7 +506,7 @@ def scenarios(draw: st.DrawFn, *, drops: bool = False) -> Scenario:
         config["redirect_ok"] = True  # FEC-XDP-006: the redirect finds a target
     kind = draw(st.sampled_from(["default", "default", "refill", "ndo", "restart", "budget0",
                                  "close_tx", "budget0_tx", "restart_more", "partial"]))
-    if kind in ("close_tx", "budget0_tx", "restart_more") and draw(st.booleans()):
+    if kind == "budget0_tx" or (kind in ("close_tx", "restart_more") and draw(st.booleans())):
         program = ({"op": "return", "action": 3},)  # XDP_TX: frames in flight on TX
     status = draw(_TX_STATUS)
     if kind == "refill":
@@ -472,6 +554,9 @@ def scenarios(draw: st.DrawFn, *, drops: bool = False) -> Scenario:
                   for f, tci in zip(frames, tcis, strict=True)]
         if draw(st.booleans()):
             program = None  # no program: every frame reaches the stack as an skb
+    if draw(st.integers(0, 2)) == 0:  # FEC-RX-001, FEC-XDP-005, FEC-TX-003: AVB parts
+        config.update(avb=draw(st.booleans()), num_tx_queues=draw(st.integers(1, 3)),
+                      cpu=draw(st.sampled_from([0, 1, 2, 3, 5])))
     return Scenario(component="fec", config=config, frames=tuple(frames),
                     events=tuple(events), program=program,
                     rules=("FEC-RX-005", "FEC-XDP-002", "FEC-XDP-005", "FEC-RX-015"))
@@ -534,3 +619,105 @@ def board_scenarios(draw: st.DrawFn, fixed: Mapping[str, Any] = IMX6Q,
     return Scenario(component="fec", config=config, frames=tuple(frames), program=program,
                     per_packet_programs=per_packet,
                     rules=("FEC-RX-005", "FEC-XDP-001", "FEC-XDP-005", "FEC-STATS-003"))
+
+
+# --- one scenario per rule family ---------------------------------------------------------
+
+def _csum_frames() -> list[bytes]:
+    """Frames the RX checksum accelerator (FEC-DEV-004) tells apart: good and bad IPv4
+    header checksums, good, bad and zero UDP checksums, a UDP length longer than the
+    datagram, bad TCP, ICMP and ICMPv6 checksums, an IPv4 fragment, a non-IP frame."""
+    from scapy.layers.inet import ICMP, IP, TCP, UDP
+    from scapy.layers.inet6 import ICMPv6EchoRequest, IPv6
+    from scapy.layers.l2 import ARP, Ether
+
+    eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    v4 = IP(src="10.0.0.1", dst="10.0.0.2")
+    v6 = IPv6(src="fd00::1", dst="fd00::2")
+    return [bytes(eth / v4 / UDP(sport=7, dport=9) / b"payload!"),
+           bytes(eth / IP(src="10.0.0.1", dst="10.0.0.2", chksum=0x1234) / UDP() / b"x"),
+           bytes(eth / v4 / UDP(sport=7, dport=9, chksum=0x4321) / b"payload!"),
+           bytes(eth / v4 / UDP(sport=7, dport=9, chksum=0) / b"payload!"),
+           bytes(eth / v4 / UDP(sport=7, dport=9, len=40) / b"payload!"),
+           bytes(eth / v4 / TCP(sport=1, dport=2, flags="S")),
+           bytes(eth / v4 / TCP(sport=1, dport=2, flags="S", chksum=0xBEEF)),
+           bytes(eth / v4 / ICMP(chksum=0x1111)),
+           bytes(eth / v6 / ICMPv6EchoRequest(cksum=0x2222)),
+           bytes(eth / v6 / UDP(sport=7, dport=9) / b"six"),
+           bytes(eth / IP(src="10.0.0.1", dst="10.0.0.2", flags="MF") / UDP(chksum=7) / b"f"),
+           bytes(eth / ARP())]
+
+
+def _tagged(frame: bytes, tpid: int, tci: int) -> bytes:
+    return frame[:12] + tpid.to_bytes(2, "big") + tci.to_bytes(2, "big") + frame[12:]
+
+
+def family_scenarios() -> list[tuple[str, Scenario]]:
+    """One deterministic scenario per family that aims at a rule a random draw meets
+    rarely: frames at the PKT_MAXBUF_SIZE boundary with and without the SHIFT16 pad
+    (FEC-DEV-003), the checksum accelerator's verdicts (FEC-DEV-004), 802.1Q and 802.1ad
+    tags with PCP and DEI set (FEC-DEV-006, FEC-RX-009), a frame split over two
+    descriptors (FEC-DEV-007), XDP_TX sent with every TX status (FEC-DEV-008), the ring
+    as open left it (FEC-RX-001), XDP_REDIRECT with and without a target (FEC-XDP-006),
+    budget-0 polls while XDP_TX frames are out (FEC-TX-006), a restart mid-run
+    (FEC-RX-013)."""
+    from scapy.layers.l2 import Ether
+
+    base = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02", type=0x88B5))
+    udp = _csum_frames()[0]
+    xdp_tx: tuple[dict[str, Any], ...] = ({"op": "return", "action": 3},)
+    out: list[tuple[str, Scenario]] = []
+
+    def add(name: str, rules: tuple[str, ...], config: dict[str, Any], frames: list[bytes],
+            events: list[dict[str, Any]] | None = None,
+            program: tuple[dict[str, Any], ...] | None = None) -> None:
+        cfg = {"rx_ring_size": 8, "tx_ring_size": 40, **config}
+        out.append((name, Scenario(component="fec", config=cfg, frames=tuple(frames),
+                                   events=tuple(events or ()), program=program,
+                                   rules=rules)))
+
+    # FEC-DEV-003: 1978..1982 bytes; the cut is at 1979 with RACC, 1981 without.
+    giants = [base + bytes(n - len(base)) for n in (1978, 1979, 1980, 1981, 1982)]
+    for racc in (True, False):
+        add(f"giant-racc-{racc}", ("FEC-DEV-003",), {"racc": racc}, giants)
+    csum = _csum_frames()
+    for ex, on in ((True, True), (True, False), (False, True)):  # FEC-DEV-004, FEC-RX-011
+        add(f"csum-ex-{ex}-rxcsum-{on}", ("FEC-DEV-004", "FEC-RX-011"),
+            {"bufdesc_ex": ex, "rx_csum": on, "rx_ring_size": 16}, csum)
+    add("csum-udp-length", ("FEC-DEV-004", "FEC-RX-011"),  # CSUM-L4-002, CSUM-L4-003
+        {"bufdesc_ex": True, "rx_csum": True, "rx_ring_size": 16}, udp_length_frames())
+    tags = [_tagged(udp, 0x8100, 0xE001), _tagged(udp, 0x8100, 0x1FFF),
+            _tagged(udp, 0x88A8, 0x2005), _tagged(_tagged(udp, 0x8100, 7), 0x88A8, 0xA00B),
+            _tagged(base + bytes(50), 0x8100, 0xFFFF)]
+    for vlan_rx in (True, False):  # FEC-DEV-006, FEC-RX-009
+        add(f"vlan-rx-{vlan_rx}", ("FEC-DEV-006", "FEC-RX-009"),
+            {"bufdesc_ex": True, "vlan_rx": vlan_rx}, tags)
+    for racc in (True, False):  # FEC-DEV-007
+        add(f"split-racc-{racc}", ("FEC-DEV-007",),
+            {"racc": racc, "faults": {"0": ["split"], "2": ["split", "crc"]}},
+            [udp, base + bytes(60), udp + bytes(300)])
+    tx_frames = [udp, base + bytes(100), udp]
+    for status in (0, BD_ENET_TX_HB, BD_ENET_TX_LC | BD_ENET_TX_DEF, BD_ENET_TX_RL,
+                   BD_ENET_TX_UN, BD_ENET_TX_CSL):  # FEC-DEV-008
+        add(f"tx-status-{status:#x}", ("FEC-DEV-008", "FEC-TX-005"),
+            {"num_tx_queues": 2, "cpu": 1, "avb": True},
+            tx_frames, [{"op": "rx"}, {"op": "napi"}, {"op": "tx_done", "count": 2,
+                                                       "status": status},
+                        {"op": "napi"}, {"op": "tx_done", "status": 0}, {"op": "napi"}],
+            xdp_tx)
+    for ex in (True, False):  # FEC-RX-001: the rings as open armed them
+        add(f"open-ex-{ex}", ("FEC-RX-001",), {"bufdesc_ex": ex, "rx_ring_size": 2},
+            [udp], [{"op": "napi"}])
+    redirect: tuple[dict[str, Any], ...] = ({"op": "return", "action": 4},)
+    for ok in (False, True):  # FEC-XDP-006
+        add(f"redirect-ok-{ok}", ("FEC-XDP-006",), {"redirect_ok": ok}, [udp, udp],
+            program=redirect)
+    add("budget0-tx", ("FEC-TX-006",), {}, tx_frames,  # FEC-TX-006
+        [{"op": "rx"}, {"op": "napi"}, {"op": "napi", "budget": 0},
+         {"op": "tx_done", "status": BD_ENET_TX_UN}, {"op": "napi", "budget": 0},
+         {"op": "napi"}, {"op": "stack_free"}], xdp_tx)
+    add("restart", ("FEC-RX-013", "FEC-TX-007"), {}, tx_frames,  # FEC-RX-013
+        [{"op": "rx", "frames": [0, 1]}, {"op": "napi"}, {"op": "restart"},
+         {"op": "rx", "frames": [2]}, {"op": "napi"}, {"op": "tx_done"}, {"op": "napi"},
+         {"op": "stack_free"}, {"op": "close"}], xdp_tx)
+    return out

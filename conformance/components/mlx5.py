@@ -45,6 +45,7 @@ from scapy.packet import Packet, Raw
 from conformance.components import Component, kernel_of, mlx5_ring, require
 from conformance.readable import kfunc_result_text, value_text
 from conformance.scenario import Scenario
+from conformance.strategies.frames import udp_length_frames
 from conformance.vectors.ms_rss import MS_KEY
 from reference import rss
 from reference.errors import InvalidConfig
@@ -649,7 +650,10 @@ def csum_frames(draw: st.DrawFn) -> bytes:
     """Frames for the checksum decision: every L3/L4 kind it distinguishes, stacks of
     in-packet tags (up to seven, one past what the driver walks), Ethernet padding after
     the IP packet, wrong L4 checksums, short frames, 802.3 length frames, group and foreign
-    destination addresses."""
+    destination addresses; UDP length fields at every boundary and ICMP of the other IP
+    family (``udp_length_frames``: CSUM-L4-002, CSUM-L4-003)."""
+    if draw(st.integers(0, 7)) == 0:
+        return draw(st.sampled_from(udp_length_frames()))
     eth = Ether(src="02:00:00:00:00:01", dst=draw(st.sampled_from(_DSTS)))
     kind = draw(st.sampled_from(["tcp4", "udp4", "tcp6", "udp6", "sctp4", "sctp6", "icmp4",
                                  "arp", "llc"]))

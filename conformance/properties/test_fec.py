@@ -31,6 +31,21 @@ def test_fec_agrees_with_reference(rx_target: TargetSession, scenario: Scenario)
     check(rx_target, scenario, COMPONENT)
 
 
+#: The rules :func:`fec.family_scenarios` aims at, one family each.
+FAMILY_RULES = tuple(sorted({r for _, s in fec.family_scenarios() for r in s.rules}))
+
+
+@pytest.mark.rule(*FAMILY_RULES)
+@pytest.mark.parametrize("scenario", [s for _, s in fec.family_scenarios()],
+                         ids=[name for name, _ in fec.family_scenarios()])
+def test_fec_rule_families(rx_target: TargetSession, scenario: Scenario) -> None:
+    """One fixed scenario per family a random draw meets rarely (fec.family_scenarios):
+    the PKT_MAXBUF_SIZE cut on both sides, every checksum-accelerator verdict, tags with
+    PCP/DEI set and 802.1ad, split frames, every TX status, the ring as opened, XDP_REDIRECT
+    with and without a target, budget-0 polls with XDP_TX out, a restart mid-run."""
+    check(rx_target, scenario, COMPONENT)
+
+
 @pytest.mark.rule("FEC-XDP-002")
 @given(scenario=fec.scenarios(drops=True))
 def test_fec_drop_sync_covers_the_longer_length(rx_target: TargetSession,

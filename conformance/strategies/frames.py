@@ -174,3 +174,26 @@ def malformed_frames(draw: st.DrawFn) -> bytes:
 def frames() -> st.SearchStrategy[bytes]:
     """Any frame: mostly well-formed, sometimes malformed."""
     return st.one_of(ethernet_frames(), ethernet_frames(), malformed_frames())
+
+
+def udp_length_frames() -> list[bytes]:
+    """UDP datagrams at every boundary of the length field (CSUM-L4-002), each with the
+    checksum right for the length the kernel reads: the bare 8-byte header, a field
+    shorter than the datagram (the rest is trimmed), a field of 7 and of 0 over IPv4
+    (short packets), 0 over IPv6 (the whole datagram), a field longer than the datagram;
+    and ICMPv6 over IPv4, ICMP over IPv6 (no checksum the device can check, CSUM-L4-003)
+    with wrong checksums, which a device reading the wrong family would flag."""
+    eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    v4 = IP(src="10.0.0.1", dst="10.0.0.2")
+    v6 = IPv6(src="fd00::1", dst="fd00::2")
+    head = bytes(v4 / UDP(sport=7, dport=9) / b"ab")[20:]  # a good 10-byte datagram
+    return [bytes(eth / v4 / UDP(sport=7, dport=9)),
+            bytes(eth / IP(src="10.0.0.1", dst="10.0.0.2", proto=17) / (head + b"cd")),
+            bytes(eth / v4 / UDP(sport=7, dport=9, len=7) / b"abcd"),
+            bytes(eth / v4 / UDP(sport=7, dport=9, len=0) / b"abcd"),
+            bytes(eth / v6 / UDP(sport=7, dport=9, len=0) / b"abcdef"),
+            bytes(eth / v6 / UDP(sport=7, dport=9)),
+            bytes(eth / v4 / UDP(sport=7, dport=9, len=200) / b"abcd"),
+            bytes(eth / IP(src="10.0.0.1", dst="10.0.0.2", proto=58)
+                  / bytes(ICMPv6EchoRequest(cksum=0x1234))),
+            bytes(eth / IPv6(src="fd00::1", dst="fd00::2", nh=1) / ICMP(chksum=0x1111))]

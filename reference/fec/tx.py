@@ -164,11 +164,11 @@ def tx_queue(fep: Fep, queue: int, budget: int, trace: Trace | None = None
         if status & BD_ENET_TX_READY:
             break
         buf = txq.tx_buf[index]
-        if buf.type is TxBufType.FEC_TXBUF_T_SKB:
-            ring.put(index, _unmapped(bd))
-            if buf.buf_p is None:
-                txq.dirty_tx = index
-                index = ring.next(index)
+        if buf.type is TxBufType.FEC_TXBUF_T_SKB:  # never met: the model sends no skbs
+            ring.put(index, _unmapped(bd))  # (an skb slot: unmapped, address cleared)
+            if buf.buf_p is None:  # (a slot the skb path left empty)
+                txq.dirty_tx = index  # (skb slot done)
+                index = ring.next(index)  # (past the skb slot)
                 continue
             raise AssertionError("the model queues no skbs")
         if budget == 0:
