@@ -64,14 +64,13 @@ _GATED = ("decided differently only on a kernel the blame test does not draw (it
           "default version): a version gate, checked on both sides by tests/test_kernel.py")
 
 _NAMED = ("named by its property's marker, but no attribution path returns it for the "
-          "scenarios the blame test draws (fec/page_pool/cpumap: not investigated here)")
+          "scenarios the blame test draws (fec: not investigated here)")
 
 #: Rules blameable in principle that no property and attribution name yet, with why.
 KNOWN_GAPS: dict[str, str] = {
     **{r: _NAMED for r in (
         "FEC-DEV-003", "FEC-DEV-004", "FEC-DEV-006", "FEC-DEV-007", "FEC-DEV-008",
-        "FEC-RX-001", "FEC-XDP-006", "CPUMAP-ENQ-004", "PP-DESTROY-002",
-        "PP-DESTROY-006", "PP-FRAG-005", "PP-NUMA-002", "PP-RECYCLE-002")},
+        "FEC-RX-001", "FEC-XDP-006")},
     "XDP-ADJ-004": _GATED,  # -ENOTSUPP needs tun before c2315ebb0588 (TUN-BUF-001)
     "XDP-ADJ-008": _GATED,  # the frag-tailroom modulo form (6.12.y >= 85, 6.18+)
     "MLX5-CSUM-002": "mlx5: the device model writes no LRO completions (lro_num_seg is "

@@ -40,8 +40,8 @@ observables: ``events[i]``: alloc → ``{"rc": 0, "page": K}`` where K numbers p
          "synced": LEN | null, "sync_offset": OFF | null}`` (bytes synced for the device and
          where, from the page's DMA address; put_unrefed the same); unref_page →
          ``remaining`` (what ``page_pool_unref_page`` returned); destroy and release_retry →
-         ``inflight`` and the pool ``state``; others ``{"rc": 0}``.  ``stats``: the 11 ethtool ``rx_pp_*``
-         counters; ``inflight``; ``pages``: K → where page K is at the end
+         ``inflight`` and the pool ``state``; others ``{"rc": 0}``.  ``stats``: the 11
+         ethtool ``rx_pp_*`` counters; ``inflight``; ``pages``: K → where page K is at the end
          (``alloc_cache``, ``ptr_ring``, ``in_flight``, ``released``); ``pp_ref_count``:
          K → the page's ``pp_ref_count`` while the pool owns it (null once released);
          ``dma``: maps, unmaps, syncs for device and the bytes they cover; ``state``;

@@ -343,6 +343,12 @@ class PagePool:
         if not pages:
             emit(trace, "PP-ALLOC-004", "bulk allocation returned no page")
             return None
+        if trace is not None:
+            asked = ctx.nid if self.nid == NUMA_NO_NODE else self.nid
+            foreign = sum(1 for page in pages if page.nid != asked)
+            if foreign:
+                emit(trace, "PP-NUMA-005", "the allocator gave pages of another node",
+                     asked=asked, foreign=foreign)
         dma_map = self.dma_map
         for page in pages:
             if dma_map and not self._dma_map(page):
