@@ -214,8 +214,8 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
                     "dropped:prog") else ())
                 if fate in ("ring", "dropped:ring_full") and index in flushed_by:
                     found = (*found, flushed_by[index])  # the flush that produced it
-                if index in sim.drained:  # a replaced entry's kthread took it
-                    found = ("CPUMAP-MAP-002", *found)
+                if index in sim.drained:  # a replaced entry's kthread took it, at the update
+                    found = ("CPUMAP-MAP-002", "CPUMAP-SIM-006", *found)
                 return found
         return ()
 
