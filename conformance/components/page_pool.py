@@ -514,6 +514,8 @@ def _pool_config(draw: st.DrawFn) -> dict[str, Any]:
                                          "max_len": draw(st.sampled_from([1536, 2048, 4096])),
                                          "offset": draw(st.sampled_from([0, 64, 256])),
                                          "flags": flags}}
+    if draw(st.booleans()):  # PP-INIT-003: the other direction a mapping pool may have
+        config["params"]["dma_dir"] = pp.DMA_BIDIRECTIONAL
     if draw(st.booleans()):
         config["napi_cpu"] = draw(st.sampled_from([0, 1]))
     if draw(st.integers(0, 2)) == 0:  # PP-RECYCLE-002: a per-CPU pool (system pools)
