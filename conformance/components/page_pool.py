@@ -1,9 +1,9 @@
 """The ``page_pool`` component: a sequence of pool operations and where every page goes.
 
 config:  ``params``: ``{"flags": int, "pool_size": int, "max_len": int, "offset": int,
-         "dma_dir": int, "nid": int}`` (``struct page_pool_params``; absent fields 0, but
-         ``flags`` defaults to PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV, ``max_len`` to
-         4096 and ``dma_dir`` to DMA_FROM_DEVICE), ``napi_cpu`` (the CPU the owning NAPI
+         "dma_dir": int, "nid": int, "order": int}`` (``struct page_pool_params``; absent
+         fields 0, but ``flags`` defaults to PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV,
+         ``max_len`` to 4096 and ``dma_dir`` to DMA_FROM_DEVICE), ``napi_cpu`` (the CPU the owning NAPI
          runs on; absent: no NAPI), ``cpuid`` (``page_pool_create_percpu``'s CPU, as the
          per-CPU system pools have; absent: -1, ``page_pool_create``), ``arch``
          (``"x86_64"``, the default, or ``"arm64"``: the DMA cache alignment fragments are
@@ -86,6 +86,7 @@ def _create(scenario: Scenario) -> pp.CreateResult:
         offset=int(p.get("offset", 0)),
         dma_dir=int(p.get("dma_dir", pp.DMA_FROM_DEVICE)),
         nid=int(p.get("nid", 0)),
+        order=int(p.get("order", 0)),
         napi=napi,
         dev=pp.DmaDevice(),
     )
@@ -516,6 +517,8 @@ def _pool_config(draw: st.DrawFn) -> dict[str, Any]:
                                          "flags": flags}}
     if draw(st.booleans()):  # PP-INIT-003: the other direction a mapping pool may have
         config["params"]["dma_dir"] = pp.DMA_BIDIRECTIONAL
+    if draw(st.integers(0, 4)) == 0:  # PP-ALLOC-006: compound pages, one per slow call
+        config["params"]["order"] = draw(st.sampled_from([1, 2]))
     if draw(st.booleans()):
         config["napi_cpu"] = draw(st.sampled_from([0, 1]))
     if draw(st.integers(0, 2)) == 0:  # PP-RECYCLE-002: a per-CPU pool (system pools)

@@ -28,7 +28,8 @@ COMPONENT = page_pool.COMPONENT
                   "PP-DESTROY-005", "PP-DESTROY-006", "PP-PAGE-001", "PP-ALLOC-005",
                   "PP-DMA-003", "PP-RECYCLE-007", "PP-RING-001", "PP-RING-002",
                   "PP-NUMA-005", "PP-STATS-003", "PP-DESTROY-001", "PP-DESTROY-008",
-                  "PP-INIT-002", "PP-INIT-006", "PP-FRAG-007", "PP-FRAG-002")
+                  "PP-INIT-002", "PP-INIT-006", "PP-FRAG-007", "PP-FRAG-002",
+                  "PP-ALLOC-006")
 @given(scenario=page_pool.scenarios())
 def test_page_pool_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)
