@@ -4,10 +4,10 @@ config:  ``params``: ``{"flags": int, "pool_size": int, "max_len": int, "offset"
          "dma_dir": int, "nid": int, "order": int}`` (``struct page_pool_params``; absent
          fields 0, but ``flags`` defaults to PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV,
          ``max_len`` to 4096 and ``dma_dir`` to DMA_FROM_DEVICE), ``napi_cpu`` (the CPU
-         the owning NAPI runs on; absent: no NAPI), ``cpuid`` (``page_pool_create_percpu``'s CPU, as the
-         per-CPU system pools have; absent: -1, ``page_pool_create``), ``arch``
-         (``"x86_64"``, the default, or ``"arm64"``: the DMA cache alignment fragments are
-         rounded to, PP-FRAG-002).
+         the owning NAPI runs on; absent: no NAPI), ``cpuid``
+         (``page_pool_create_percpu``'s CPU, as the per-CPU system pools have; absent:
+         -1, ``page_pool_create``), ``arch`` (``"x86_64"``, the default, or ``"arm64"``:
+         the DMA cache alignment fragments are rounded to, PP-FRAG-002).
 events:  ``{"op": "alloc"}``, ``{"op": "put", "alloc": EVENT_INDEX, "sync": int (-1 full,
          0 none, or a length), "direct": bool, "cpu": int (default 0), "softirq": bool
          (default true)}``, ``{"op": "get_page", "alloc": EVENT_INDEX}`` (someone else
