@@ -30,7 +30,11 @@ events:  ``{"op": "alloc"}``, ``{"op": "put", "alloc": EVENT_INDEX, "sync": int 
          (``page_pool_unref_page``: the holder drops ``nr`` of them; answers
          ``remaining``), ``{"op": "put_unrefed", "alloc": EVENT_INDEX, "sync", "direct",
          "cpu", "softirq"}`` (``page_pool_put_unrefed_page`` by the holder whose unref
-         left 0, fields as ``put``) (PP-RECYCLE-011).
+         left 0, fields as ``put``) (PP-RECYCLE-011), ``{"op": "put_bulk", "allocs":
+         [EVENT_INDEX, ...], "cpu", "softirq"}`` (``page_pool_put_netmem_bulk``: each
+         named holder returns one reference, at most 16; PP-RECYCLE-009),
+         ``{"op": "drop_page", "get": EVENT_INDEX}`` (the mm reference that ``get_page``
+         event took is dropped with ``put_page``, PP-PAGE-002).
          A ``put``, ``get_page``, ``ref_page``, ``fragment_page``, ``unref_page`` or
          ``put_unrefed`` names the event whose reference it uses; one naming a failed
          alloc, or a reference already put, does nothing: ``{"rc": -2}``.
@@ -159,6 +163,7 @@ def _run(scenario: Scenario, traces: list[Trace] | None,
     shift = pool.arch.page_shift
     pages: dict[int, pp.Page] = {}  # reference-taking event index -> page
     held: dict[int, int] = {}  # reference-taking event index -> pp references its holder has
+    gets: dict[int, pp.Page] = {}  # get_page event index -> the page it holds an mm ref on
     names: dict[int, int] = {}  # pfn -> first-appearance number
     by_name: list[pp.Page] = []
     events: list[dict[str, Any]] = []
@@ -166,7 +171,7 @@ def _run(scenario: Scenario, traces: list[Trace] | None,
         trace = Trace() if traces is not None else None
         if traces is not None and trace is not None:
             traces.append(trace)
-        events.append(_event(i, ev, pool, pages, held, names, by_name, shift, trace))
+        events.append(_event(i, ev, pool, pages, held, gets, names, by_name, shift, trace))
         if snapshots is not None:
             snapshots.append(_snapshot(pool))
     pool.check_conservation()
@@ -188,14 +193,30 @@ def _run(scenario: Scenario, traces: list[Trace] | None,
 
 
 def _event(i: int, ev: Mapping[str, Any], pool: pp.PagePool, pages: dict[int, pp.Page],
-           held: dict[int, int], names: dict[int, int], by_name: list[pp.Page], shift: int,
-           trace: Trace | None) -> dict[str, Any]:
+           held: dict[int, int], gets: dict[int, pp.Page], names: dict[int, int],
+           by_name: list[pp.Page], shift: int, trace: Trace | None) -> dict[str, Any]:
     """One event: what it answers (see the module docstring)."""
     dev = pool.dev
     assert dev is not None
     op = ev["op"]
     if op in _USES_REF and int(ev["alloc"]) not in pages:
         return {"rc": -errno.ENOENT}  # that alloc failed, or its page is gone
+    if op == "put_bulk":  # PP-RECYCLE-009: the holders still holding return one each
+        refs = [int(r) for r in ev["allocs"] if int(r) in pages]
+        bulk = [pages[r] for r in refs]
+        for r in refs:
+            held[r] -= 1
+            if not held[r]:
+                del pages[r], held[r]
+        if bulk:
+            pp.page_pool_put_netmem_bulk(bulk, _ctx_of(ev), trace)
+        return {"rc": 0}
+    if op == "drop_page":  # PP-PAGE-002: someone else's mm reference goes
+        page = gets.pop(int(ev["get"]), None)
+        if page is None:
+            return {"rc": -errno.ENOENT}
+        pp.put_page(page)
+        return {"rc": 0}
     if op in ("alloc", "alloc_frag", "ref_page"):
         got = _handle(op, pool, pages, ev, trace)
         if got is None:
@@ -238,6 +259,7 @@ def _event(i: int, ev: Mapping[str, Any], pool: pp.PagePool, pages: dict[int, pp
         return {"rc": 0, "remaining": remaining}
     if op == "get_page":
         pp.get_page(pages[int(ev["alloc"])])
+        gets[i] = pages[int(ev["alloc"])]
     elif op == "fail_allocs":
         pool.allocator.fail(int(ev["count"]))
     elif op == "update_nid":
@@ -538,6 +560,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     syncs = [-1, 0, 1, 64, 1500, max_len - 1, max_len, max_len + 1, 9000]
     events: list[dict[str, Any]] = []
     held: list[int] = []
+    gotten: list[int] = []  # get_page events whose mm reference is still held
 
     def put(idx: int, direct: bool | None = None) -> None:
         events.append({"op": "put", "alloc": idx, "sync": draw(st.sampled_from(syncs)),
@@ -550,7 +573,8 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             break
         kind = draw(st.sampled_from(["alloc", "alloc", "alloc", "put", "put", "put", "burst",
                                      "get_page", "fail", "nid", "frag", "frag", "ref",
-                                     "special", "ring", "unref"]))
+                                     "special", "ring", "unref", "get_page", "drop",
+                                     "bulk"]))
         if kind == "alloc":
             held.append(len(events))
             events.append({"op": "alloc"})
@@ -573,7 +597,17 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         elif kind == "put" and held:
             put(held.pop(draw(st.integers(0, len(held) - 1))))
         elif kind == "get_page" and held:
+            gotten.append(len(events))
             events.append({"op": "get_page", "alloc": draw(st.sampled_from(held))})
+        elif kind == "drop" and gotten:  # PP-PAGE-002: the other holder lets go
+            events.append({"op": "drop_page",
+                           "get": gotten.pop(draw(st.integers(0, len(gotten) - 1)))})
+        elif kind == "bulk" and held:  # PP-RECYCLE-009: xdp_return_frame_bulk's flush
+            n = draw(st.integers(1, min(16, len(held))))
+            chosen = [held.pop(draw(st.integers(0, len(held) - 1))) for _ in range(n)]
+            events.append({"op": "put_bulk", "allocs": chosen,
+                           "cpu": draw(st.sampled_from([0, 1])),
+                           "softirq": draw(st.booleans() | st.just(True))})
         elif kind == "fail":
             events.append({"op": "fail_allocs", "count": draw(st.integers(1, 2))})
         elif kind == "nid":

@@ -779,7 +779,8 @@ class PagePool:
 # ---------------------------------------------------------------------- bulk return
 
 
-def page_pool_put_netmem_bulk(pages: list[Page], ctx: Context | None = None) -> None:
+def page_pool_put_netmem_bulk(pages: list[Page], ctx: Context | None = None,
+                              trace: Trace | None = None) -> None:
     """``page_pool_put_netmem_bulk`` (PP-RECYCLE-009): drop one pp reference per entry,
     then recycle the last references pool by pool, ring insertions under one lock.
 
@@ -822,6 +823,9 @@ def page_pool_put_netmem_bulk(pages: list[Page], ctx: Context | None = None) -> 
                 bulk.append(page)
         if bulk:
             first._recycle_ring_bulk(bulk)
+        emit(trace, "PP-RECYCLE-009", "bulk: one pool's last references recycled",
+             pfns=[page.pfn for page in data if page.pp is first or page.owner is first],
+             allow_direct=allow_direct, ring=len(bulk))
         data = foreign
 
 
