@@ -110,11 +110,11 @@ def _handle(op: str, pool: pp.PagePool, pages: dict[int, pp.Page], ev: Mapping[s
     returned besides (a fragment's offset and truesize), or None if it failed."""
     ctx = pp.Context.softirq(cpu=0)
     if op == "alloc":
-        page = pool.alloc_pages(ctx, trace)
+        page = pp.page_pool_dev_alloc_pages(pool, ctx, trace)
         return None if page is None else (page, {})
     if op == "ref_page":
         page = pages[int(ev["alloc"])]
-        pool.ref_page(page)
+        pp.page_pool_ref_page(page)
         return page, {}
     size = int(ev["size"])
     if ev.get("truesize"):
@@ -233,20 +233,25 @@ def _event(i: int, ev: Mapping[str, Any], pool: pp.PagePool, pages: dict[int, pp
         page = pages[ref]
         before = len(dev.syncs_for_device)
         sync, direct = int(ev.get("sync", -1)), bool(ev.get("direct", False))
-        if op == "put":
+        if op == "put":  # as drivers call it: the full-page helpers for a -1 length
             held[ref] -= 1
-            pool.put_page(page, sync, direct, _ctx_of(ev), trace)
+            if sync == -1 and direct:
+                pp.page_pool_recycle_direct(pool, page, _ctx_of(ev), trace)
+            elif sync == -1:
+                pp.page_pool_put_full_page(pool, page, False, _ctx_of(ev), trace)
+            else:
+                pp.page_pool_put_page(pool, page, sync, direct, _ctx_of(ev), trace)
         else:  # PP-RECYCLE-011: the holder whose unref left no reference
             if held[ref]:
                 raise ValueError(f"page_pool scenario event {i}: put_unrefed while the "
                                  f"holder of event {ref} still has {held[ref]} reference(s)")
-            pool.put_unrefed_page(page, sync, direct, _ctx_of(ev), trace)
+            pp.page_pool_put_unrefed_page(pool, page, sync, direct, _ctx_of(ev), trace)
         if not held[ref]:
             del pages[ref], held[ref]
         return {"rc": 0, **_synced(dev, before, shift)}
     if op == "fragment_page":  # PP-RECYCLE-011: nr references on a fresh page
         ref = int(ev["alloc"])
-        pool.fragment_page(pages[ref], int(ev["nr"]), trace)
+        pp.page_pool_fragment_page(pages[ref], int(ev["nr"]), trace)
         held[ref] = int(ev["nr"])
         return {"rc": 0}
     if op == "unref_page":  # PP-RECYCLE-011: the holder drops nr of its references
@@ -254,7 +259,7 @@ def _event(i: int, ev: Mapping[str, Any], pool: pp.PagePool, pages: dict[int, pp
         if not 1 <= nr <= held[ref]:
             raise ValueError(f"page_pool scenario event {i}: unref_page of {nr} reference(s); "
                              f"the holder of event {ref} has {held[ref]}")
-        remaining = pool.unref_page(pages[ref], nr, trace)
+        remaining = pp.page_pool_unref_page(pages[ref], nr, trace)
         held[ref] -= nr
         return {"rc": 0, "remaining": remaining}
     if op == "get_page":
@@ -263,19 +268,20 @@ def _event(i: int, ev: Mapping[str, Any], pool: pp.PagePool, pages: dict[int, pp
     elif op == "fail_allocs":
         pool.allocator.fail(int(ev["count"]))
     elif op == "update_nid":
-        pool.update_nid(int(ev["nid"]), trace)
+        pp.page_pool_update_nid(pool, int(ev["nid"]), trace)
     elif op == "pfmemalloc":
         pool.allocator.pfmemalloc_next += int(ev["count"])
     elif op == "force_nid":
         nid = ev.get("nid")
         pool.allocator.force_nid = None if nid is None else int(nid)
     elif op == "destroy":
-        pool.destroy(trace)
-        return {"rc": 0, "inflight": pool.inflight(strict=True), "state": pool.state.value}
+        pp.page_pool_destroy(pool, trace)
+        return {"rc": 0, "inflight": pp.page_pool_inflight(pool, True),
+                "state": pool.state.value}
     elif op == "release_retry":
         if pool.state is not pp.PoolState.DETACHED:
             return {"rc": -errno.ENOENT}  # no deferred release is pending
-        inflight = pool.release_retry(trace)
+        inflight = pp.page_pool_release_retry(pool, trace)
         return {"rc": 0, "inflight": inflight, "state": pool.state.value}
     else:
         raise ValueError(f"page_pool scenario event {i}: unknown op {op!r}")
