@@ -437,7 +437,10 @@ EXPLAIN_EVENTS: tuple[dict[str, Any], ...] = (
 _UNTRACED = {"get_page": "PP-PAGE-002", "fail_allocs": "PP-ALLOC-004",
              "pfmemalloc": "PP-RECYCLE-003", "force_nid": "PP-NUMA-002",
              "ref_page": "PP-RECYCLE-011", "update_nid": "PP-NUMA-003",
-             "release_retry": "PP-DESTROY-005", "put": "PP-RECYCLE-001"}
+             "release_retry": "PP-DESTROY-005", "put": "PP-RECYCLE-001",
+             "drop_page": "PP-PAGE-002", "put_bulk": "PP-RECYCLE-009",
+             "fragment_page": "PP-RECYCLE-011", "unref_page": "PP-RECYCLE-011",
+             "put_unrefed": "PP-RECYCLE-011"}
 
 
 def _params_text(scenario: Scenario) -> str:
