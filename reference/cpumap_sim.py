@@ -11,6 +11,9 @@ The engine runs a *schedule*, a list of steps, each on one CPU:
 * ``("kthread", k)``: ``k`` iterations of the cpumap kthread on CPU B.
 * ``("free", n)``: the stack frees the ``n`` oldest skbs passed up (``napi_consume_skb``)
   on ``free_cpu`` (B by default), in softirq.
+* ``("update", q)``: ``cpu_map_update_elem`` on CPU B's slot with ``qsize`` ``q`` and the
+  same program: a fresh entry replaces the old one, whose kthread drains its ring before
+  it stops; ``q`` 0 deletes the entry (CPUMAP-MAP-002, CPUMAP-SIM-006).
 
 After every step the engine checks page conservation across CPUs (CPUMAP-SIM-002).
 The pool's counters then follow CPUMAP-SIM-004, and a schedule where CPU B keeps up
@@ -118,6 +121,10 @@ class CpumapSim:
         self.frees: list[PageFree] = []  # stack frees
         self.head_free: dict[int, PageFree] = {}  # packet index -> how its head page went
         self.steps_checked = 0
+        #: CPUMAP-SIM-006: whether CPU B's slot is empty (an update with qsize 0), and the
+        #: packets a replaced entry's kthread took off its ring while it stopped.
+        self.slot_empty = False
+        self.drained: set[int] = set()
 
     # ------------------------------------------------------------------ memory
 
@@ -135,6 +142,10 @@ class CpumapSim:
 
     def rx(self, n: int) -> None:
         """One NAPI poll on CPU A receiving ``n`` packets (CPUMAP-SIM-001)."""
+        if self.slot_empty and n:
+            raise InvalidConfig("a poll redirecting into an empty cpumap slot is not "
+                                "modelled", field="schedule", value="rx",
+                                rule="CPUMAP-SIM-006")
         ctx = self._ctx(self.config.cpu_a)
         for _ in range(n):
             if self.config.mem_type == MemType.MEM_TYPE_PAGE_POOL:
@@ -165,13 +176,56 @@ class CpumapSim:
     def kthread(self, k: int) -> None:
         """``k`` kthread iterations on CPU B."""
         for _ in range(k):
-            run = self.cpumap.kthread_run_once(self.entry, self.trace)
-            if run is None:
-                continue
-            for frame, skb in zip(run.frames, run.skbs, strict=True):
-                index = self._index[id(frame)]
-                self._skb_of[index] = skb
-                self._skb_index[id(skb)] = index
+            self._kthread_once(self.entry)
+
+    def _kthread_once(self, entry: CpuMapEntry) -> bool:
+        """One iteration of ``entry``'s kthread; False when it found its ring empty."""
+        run = self.cpumap.kthread_run_once(entry, self.trace)
+        if run is None:
+            return False
+        for frame, skb in zip(run.frames, run.skbs, strict=True):
+            index = self._index[id(frame)]
+            self._skb_of[index] = skb
+            self._skb_index[id(skb)] = index
+        return True
+
+    def update(self, qsize: int) -> None:
+        """``cpu_map_update_elem`` of CPU B's slot (CPUMAP-MAP-002, CPUMAP-SIM-006).
+
+        The old entry leaves the map at once; after an RCU grace period its kthread is
+        told to stop and first empties its ring (``cpu_map_kthread_run`` loops until the
+        ring is empty), which the model runs here, to completion.  Its skbs are already
+        the stack's, so they join the skbs the stack holds; the per-CPU skb cache
+        (``skb_alloc_fail``) is CPU B's, whichever entry's kthread asks it.  The new entry
+        gets the same program."""
+        old = self.entry
+        was_empty = self.slot_empty
+        rc = self.cpumap.update_elem(self.config.cpu_b, qsize, trace=self.trace)
+        if rc:
+            raise InvalidConfig("cpumap entry refused", field="qsize", value=qsize,
+                                rule="CPUMAP-MAP-001")
+        if not was_empty:  # the retired kthread drains its ring, then stops
+            seen = {id(f) for f in old.queue}
+            while self._kthread_once(old):
+                pass
+            self.drained.update(self._index[i] for i in seen)
+            emit(self.trace, "CPUMAP-MAP-002", "replaced entry's kthread drained its ring",
+                 frames=len(seen))
+        new = self.cpumap.lookup(self.config.cpu_b)
+        self.slot_empty = new is None
+        if new is None:
+            return
+        if self.config.second_prog is not None:
+            new.prog = self.config.second_prog
+        new.stack = old.stack + new.stack
+        old.stack = []
+        new.skb_alloc_fail_next = old.skb_alloc_fail_next
+        old.skb_alloc_fail_next = 0
+        self.entry = new
+
+    def gro_flushes(self) -> int:
+        """GRO flushes of every kthread CPU B ran, the replaced entries' included."""
+        return sum(e.gro_flushes for e in self.cpumap.entries_on(self.config.cpu_b))
 
     def free(self, n: int) -> None:
         """The stack frees the ``n`` oldest skbs passed up, on ``free_cpu``."""
@@ -194,6 +248,8 @@ class CpumapSim:
                 self.kthread(count)
             elif kind == "free":
                 self.free(count)
+            elif kind == "update":
+                self.update(count)
             else:
                 raise InvalidConfig("unknown step", field="schedule", value=kind,
                                     rule="CPUMAP-SIM-001")

@@ -63,14 +63,8 @@ _XDP = ("xdp/veth/tun/kfunc: no attribution path returns it yet for the scenario
 _GATED = ("decided differently only on a kernel the blame test does not draw (it runs the "
           "default version): a version gate, checked on both sides by tests/test_kernel.py")
 
-_NAMED = ("named by its property's marker, but no attribution path returns it for the "
-          "scenarios the blame test draws (page_pool/cpumap: not investigated here)")
-
 #: Rules blameable in principle that no property and attribution name yet, with why.
 KNOWN_GAPS: dict[str, str] = {
-    **{r: _NAMED for r in (
-        "CPUMAP-ENQ-004", "PP-DESTROY-002",
-        "PP-DESTROY-006", "PP-FRAG-005", "PP-NUMA-002", "PP-RECYCLE-002")},
     "XDP-ADJ-004": _GATED,  # -ENOTSUPP needs tun before c2315ebb0588 (TUN-BUF-001)
     "XDP-ADJ-008": _GATED,  # the frag-tailroom modulo form (6.12.y >= 85, 6.18+)
     "MLX5-CSUM-002": "mlx5: the device model writes no LRO completions (lro_num_seg is "

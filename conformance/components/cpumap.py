@@ -12,7 +12,11 @@ events:  the schedule: ``{"op": "rx", "n": N}`` (one NAPI poll on CPU A receivin
          packets, all redirected), ``{"op": "kthread", "n": K}`` (K kthread iterations on
          CPU B), ``{"op": "free", "n": N}`` (the stack frees the N oldest skbs),
          ``{"op": "fail_allocs", "n": N}`` (the page allocator fails the next N requests:
-         RX finds no page).
+         RX finds no page), ``{"op": "update", "n": Q}`` (``cpu_map_update_elem`` of CPU
+         B's slot with qsize Q and the same program: a fresh entry replaces the old one,
+         whose kthread drains the frames still queued in its ring before it stops; Q 0
+         deletes the entry, and an ``rx`` step must not follow until an update makes a new
+         one) (CPUMAP-MAP-002).
 observables: ``packets[i]``: ``fate`` (bulk, ring, gro, stack, freed, dropped:REASON),
          ``pp_recycle`` (the skb's mark, null without an skb), ``free_path`` (page_pool or
          put_page for the head page of a freed skb, else null), ``skb`` (null without
@@ -131,7 +135,7 @@ def observe(sim: CpumapSim, skbs: dict[int, dict[str, Any] | None] | None = None
     return {
         "packets": packets,
         "direct": sim.direct_pushes(),
-        "cpumap": {**tracepoint_totals(enq, kt), "gro_flushes": sim.entry.gro_flushes},
+        "cpumap": {**tracepoint_totals(enq, kt), "gro_flushes": sim.gro_flushes()},
         "stats": ethtool_stats(pool.stats()),
         "pool": {"hold": pool.pages_state_hold_cnt, "release": pool.pages_state_release_cnt,
                  "inflight": pool.inflight()},
@@ -194,7 +198,10 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     pre-v6.4 page_pool run by the release rule."""
     cfg = config_of(scenario)
     pre = cfg.pre_v6_4 and cfg.mem_type == MemType.MEM_TYPE_PAGE_POOL
-    fates = simulate(scenario).fates()
+    trace = Trace()
+    sim = simulate(scenario, trace)
+    fates = sim.fates()
+    flushed_by = _flushes(trace)
 
     def rules(path: str) -> tuple[str, ...]:
         if pre and path.startswith("packets[") and path.endswith(".pp_recycle"):
@@ -203,11 +210,36 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
             index = int(path.removeprefix("packets[").partition("]")[0])
             if index < len(fates):
                 fate = fates[index]
-                return _FATE_RULES.get(fate, ("CPUMAP-KT-002",) if fate.startswith(
+                found = _FATE_RULES.get(fate, ("CPUMAP-KT-002",) if fate.startswith(
                     "dropped:prog") else ())
+                if fate in ("ring", "dropped:ring_full") and index in flushed_by:
+                    found = (*found, flushed_by[index])  # the flush that produced it
+                if index in sim.drained:  # a replaced entry's kthread took it, at the update
+                    found = ("CPUMAP-MAP-002", "CPUMAP-SIM-006", *found)
+                return found
         return ()
 
     return rules
+
+
+def _flushes(trace: Trace) -> dict[int, str]:
+    """Packet index -> the rule of the flush that moved it from its bulk queue into the
+    ring (or found the ring full): CPUMAP-ENQ-001 when a full bulk queue was flushed to make
+    room for the next frame, CPUMAP-ENQ-004 when ``xdp_do_flush`` ended the poll."""
+    out: dict[int, str] = {}
+    pending: list[int] = []
+    for event in trace:
+        fields = dict(event.fields)
+        if event.rule == "CPUMAP-SIM-001":
+            pending.append(int(fields["index"]))  # type: ignore[call-overload]
+        elif event.rule == "CPUMAP-ENQ-001" and "count" not in fields and pending:
+            # the full queue is flushed before the new frame (the last received) joins it
+            out.update(dict.fromkeys(pending[:-1], "CPUMAP-ENQ-001"))
+            del pending[:-1]
+        elif event.rule == "CPUMAP-ENQ-004":
+            out.update(dict.fromkeys(pending, "CPUMAP-ENQ-004"))
+            pending.clear()
+    return out
 
 
 #: The schedule explain runs when no ``--events`` are given: one poll of four packets,
@@ -221,7 +253,7 @@ _DROP_RULES = {"ring_full": ("CPUMAP-ENQ-002", "CPUMAP-ENQ-003"),
 #: The batch-level decisions a step's narration shows; the per-packet ones are narrated
 #: packet by packet.
 _STEP_RULES = ("CPUMAP-ENQ-003", "CPUMAP-ENQ-004", "CPUMAP-KT-003", "CPUMAP-KT-004",
-               "CPUMAP-KT-005", "CPUMAP-MAP-")
+               "CPUMAP-KT-005", "CPUMAP-MAP-", "CPUMAP-SIM-006")
 
 
 @attrs.define
@@ -289,6 +321,14 @@ def explain(scenario: Scenario) -> str:
             story.built.update(dict.fromkeys(built, n))
             lines.append(f"event {n}: kthread {count} on CPU {cfg.cpu_b} -> {len(built)} "
                          "skb(s) built (CPUMAP-KT-001, CPUMAP-KT-005)")
+        elif op == "update":
+            built = [i for i in sim._skb_of if i not in story.built]
+            story.built.update(dict.fromkeys(built, n))
+            what = (f"entry of qsize {count} replaces it" if count
+                    else "the slot is emptied")
+            lines.append(f"event {n}: update CPU {cfg.cpu_b}'s slot -> {what}; the old "
+                         f"kthread drains its ring first: {len(built)} skb(s) built "
+                         "(CPUMAP-MAP-002, CPUMAP-SIM-006)")
         else:
             freed = [i for i in sim.freed if i not in story.freed]
             story.freed.update(dict.fromkeys(freed, n))
@@ -349,7 +389,8 @@ COMPONENT = Component(name="cpumap", expected=expected, field_rules=FIELD_RULES,
 
 @st.composite
 def scenarios(draw: st.DrawFn) -> Scenario:
-    """Offered load, service ratio, a schedule and the kernel switch."""
+    """Offered load, service ratio, a schedule (now and then the entry replaced while
+    frames are queued) and the kernel switch."""
     config: dict[str, Any] = {
         "qsize": draw(st.sampled_from([8, 16, 64])),
         "pool_size": draw(st.sampled_from([16, 64, 256])),
@@ -379,6 +420,10 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             events.append({"op": "kthread", "n": draw(st.integers(0, ratio))})
         if draw(st.booleans()):
             events.append({"op": "free", "n": draw(st.integers(0, 3 * load))})
+        if draw(st.integers(0, 5)) == 0:  # CPUMAP-MAP-002: the entry replaced while
+            if draw(st.booleans()):       # frames are queued (or deleted, then made again)
+                events.append({"op": "update", "n": 0})
+            events.append({"op": "update", "n": draw(st.sampled_from([8, 16, 64]))})
     events.append({"op": "kthread", "n": draw(st.integers(0, 20))})
     events.append({"op": "free", "n": draw(st.integers(0, 200))})
     return Scenario(component="cpumap", config=config, events=tuple(events),

@@ -1,10 +1,13 @@
 """The ``page_pool`` component: a sequence of pool operations and where every page goes.
 
 config:  ``params``: ``{"flags": int, "pool_size": int, "max_len": int, "offset": int,
-         "dma_dir": int, "nid": int}`` (``struct page_pool_params``; absent fields 0, but
-         ``flags`` defaults to PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV, ``max_len`` to
-         4096 and ``dma_dir`` to DMA_FROM_DEVICE), ``napi_cpu`` (the CPU the owning NAPI
-         runs on; absent: no NAPI).
+         "dma_dir": int, "nid": int, "order": int}`` (``struct page_pool_params``; absent
+         fields 0, but ``flags`` defaults to PP_FLAG_DMA_MAP | PP_FLAG_DMA_SYNC_DEV,
+         ``max_len`` to 4096 and ``dma_dir`` to DMA_FROM_DEVICE), ``napi_cpu`` (the CPU
+         the owning NAPI runs on; absent: no NAPI), ``cpuid``
+         (``page_pool_create_percpu``'s CPU, as the per-CPU system pools have; absent:
+         -1, ``page_pool_create``), ``arch`` (``"x86_64"``, the default, or ``"arm64"``:
+         the DMA cache alignment fragments are rounded to, PP-FRAG-002).
 events:  ``{"op": "alloc"}``, ``{"op": "put", "alloc": EVENT_INDEX, "sync": int (-1 full,
          0 none, or a length), "direct": bool, "cpu": int (default 0), "softirq": bool
          (default true)}``, ``{"op": "get_page", "alloc": EVENT_INDEX}`` (someone else
@@ -20,16 +23,29 @@ events:  ``{"op": "alloc"}``, ``{"op": "put", "alloc": EVENT_INDEX, "sync": int 
          reserves), ``{"op": "force_nid", "nid": int | null}`` (the allocator's pages come
          from that node whatever is asked), ``{"op": "destroy"}`` (``page_pool_destroy``),
          ``{"op": "release_retry"}`` (one run of the deferred release; ``{"rc": -2}`` when
-         none is pending).
-         A ``put``, ``get_page`` or ``ref_page`` names the event whose reference it uses;
-         one naming a failed alloc, or a reference already put, does nothing: ``{"rc": -2}``.
+         none is pending),
+         ``{"op": "fragment_page", "alloc": EVENT_INDEX, "nr": int}``
+         (``page_pool_fragment_page`` on the fresh page of that alloc: its holder now has
+         ``nr`` pp references), ``{"op": "unref_page", "alloc": EVENT_INDEX, "nr": int}``
+         (``page_pool_unref_page``: the holder drops ``nr`` of them; answers
+         ``remaining``), ``{"op": "put_unrefed", "alloc": EVENT_INDEX, "sync", "direct",
+         "cpu", "softirq"}`` (``page_pool_put_unrefed_page`` by the holder whose unref
+         left 0, fields as ``put``) (PP-RECYCLE-011), ``{"op": "put_bulk", "allocs":
+         [EVENT_INDEX, ...], "cpu", "softirq"}`` (``page_pool_put_netmem_bulk``: each
+         named holder returns one reference, at most 16; PP-RECYCLE-009),
+         ``{"op": "drop_page", "get": EVENT_INDEX}`` (the mm reference that ``get_page``
+         event took is dropped with ``put_page``, PP-PAGE-002).
+         A ``put``, ``get_page``, ``ref_page``, ``fragment_page``, ``unref_page`` or
+         ``put_unrefed`` names the event whose reference it uses; one naming a failed
+         alloc, or a reference already put, does nothing: ``{"rc": -2}``.
 observables: ``events[i]``: alloc → ``{"rc": 0, "page": K}`` where K numbers pages in the
          order the pool first hands them out (0, 1, ...), or ``{"rc": -12}``;
          alloc_frag → also ``offset`` (and ``truesize`` when asked); put → ``{"rc": 0,
          "synced": LEN | null, "sync_offset": OFF | null}`` (bytes synced for the device and
-         where, from the page's DMA address); destroy and release_retry → ``inflight`` and
-         the pool ``state``; others ``{"rc": 0}``.  ``stats``: the 11 ethtool ``rx_pp_*``
-         counters; ``inflight``; ``pages``: K → where page K is at the end
+         where, from the page's DMA address; put_unrefed the same); unref_page →
+         ``remaining`` (what ``page_pool_unref_page`` returned); destroy and release_retry →
+         ``inflight`` and the pool ``state``; others ``{"rc": 0}``.  ``stats``: the 11
+         ethtool ``rx_pp_*`` counters; ``inflight``; ``pages``: K → where page K is at the end
          (``alloc_cache``, ``ptr_ring``, ``in_flight``, ``released``); ``pp_ref_count``:
          K → the page's ``pp_ref_count`` while the pool owns it (null once released);
          ``dma``: maps, unmaps, syncs for device and the bytes they cover; ``state``;
@@ -39,7 +55,7 @@ observables: ``events[i]``: alloc → ``{"rc": 0, "page": K}`` where K numbers p
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -52,7 +68,7 @@ from reference import page_pool as pp
 from reference.kernel import resolve_kernel
 from reference.page_pool.frag import page_pool_dev_alloc, page_pool_dev_alloc_frag
 from reference.page_pool.stats import ethtool_stats
-from reference.trace import Trace
+from reference.trace import Trace, TraceEvent
 
 
 def _pool(scenario: Scenario) -> pp.PagePool:
@@ -74,10 +90,18 @@ def _create(scenario: Scenario) -> pp.CreateResult:
         offset=int(p.get("offset", 0)),
         dma_dir=int(p.get("dma_dir", pp.DMA_FROM_DEVICE)),
         nid=int(p.get("nid", 0)),
+        order=int(p.get("order", 0)),
         napi=napi,
         dev=pp.DmaDevice(),
     )
-    return pp.page_pool_create(params, kernel=resolve_kernel(scenario.kernel))
+    # PP-INIT-006, PP-INIT-009: page_pool_create is page_pool_create_percpu with cpuid -1.
+    allocator = pp.PageAllocator(_ARCHES[str(cfg.get("arch", "x86_64"))])
+    return pp.page_pool_create_percpu(params, int(cfg.get("cpuid", -1)), allocator=allocator,
+                                      kernel=resolve_kernel(scenario.kernel))
+
+
+#: The ``arch`` config key: the architectures the model has values for (PP-FRAG-002).
+_ARCHES = {"x86_64": pp.X86_64, "arm64": pp.ARM64_4K}
 
 
 def _handle(op: str, pool: pp.PagePool, pages: dict[int, pp.Page], ev: Mapping[str, Any],
@@ -86,11 +110,11 @@ def _handle(op: str, pool: pp.PagePool, pages: dict[int, pp.Page], ev: Mapping[s
     returned besides (a fragment's offset and truesize), or None if it failed."""
     ctx = pp.Context.softirq(cpu=0)
     if op == "alloc":
-        page = pool.alloc_pages(ctx, trace)
+        page = pp.page_pool_dev_alloc_pages(pool, ctx, trace)
         return None if page is None else (page, {})
     if op == "ref_page":
         page = pages[int(ev["alloc"])]
-        pool.ref_page(page)
+        pp.page_pool_ref_page(page)
         return page, {}
     size = int(ev["size"])
     if ev.get("truesize"):
@@ -100,12 +124,46 @@ def _handle(op: str, pool: pp.PagePool, pages: dict[int, pp.Page], ev: Mapping[s
     return None if frag is None else (frag[0], {"offset": frag[1]})
 
 
-def _run(scenario: Scenario, traces: list[Trace] | None) -> dict[str, Any]:
+#: Ops that use the reference an earlier event took (its ``alloc`` field names it).
+_USES_REF = ("put", "get_page", "ref_page", "fragment_page", "unref_page", "put_unrefed")
+
+
+def _ctx_of(ev: Mapping[str, Any]) -> pp.Context:
+    """The context a put runs in: the event's CPU and softirq state (PP-RECYCLE-002)."""
+    return pp.Context(cpu=int(ev.get("cpu", 0)), in_softirq=bool(ev.get("softirq", True)))
+
+
+def _synced(dev: pp.DmaDevice, before: int, shift: int) -> dict[str, Any]:
+    """The first sync for the device since ``before`` (PP-DMA-001): length and offset."""
+    synced = dev.syncs_for_device[before:]
+    return {"synced": synced[0].size if synced else None,
+            "sync_offset": synced[0].addr - (synced[0].pfn << shift) if synced else None}
+
+
+def _snapshot(pool: pp.PagePool) -> dict[str, Any]:
+    """The pool-wide observables after one event, for trace-based attribution."""
+    dev = pool.dev
+    assert dev is not None
+    return {**{f"stats.{k}": v for k, v in ethtool_stats(pool.stats()).items()},
+            "dma.maps": dev.maps, "dma.unmaps": dev.unmaps,
+            "dma.syncs_for_device": dev.device_syncs,
+            "dma.sync_bytes_for_device": sum(s.size for s in dev.syncs_for_device),
+            "inflight": pool.inflight(),
+            "state": pool.state.value, "warnings": len(pool.warnings)}
+
+
+def _run(scenario: Scenario, traces: list[Trace] | None,
+         snapshots: list[dict[str, Any]] | None = None,
+         pfns: list[int] | None = None) -> dict[str, Any]:
+    """Run the events; with ``traces``, one trace per event, with ``snapshots`` the
+    pool-wide observables after each, with ``pfns`` each page number's pfn."""
     pool = _pool(scenario)
     dev = pool.dev
     assert dev is not None
     shift = pool.arch.page_shift
     pages: dict[int, pp.Page] = {}  # reference-taking event index -> page
+    held: dict[int, int] = {}  # reference-taking event index -> pp references its holder has
+    gets: dict[int, pp.Page] = {}  # get_page event index -> the page it holds an mm ref on
     names: dict[int, int] = {}  # pfn -> first-appearance number
     by_name: list[pp.Page] = []
     events: list[dict[str, Any]] = []
@@ -113,58 +171,9 @@ def _run(scenario: Scenario, traces: list[Trace] | None) -> dict[str, Any]:
         trace = Trace() if traces is not None else None
         if traces is not None and trace is not None:
             traces.append(trace)
-        op = ev["op"]
-        if op in ("put", "get_page", "ref_page") and int(ev["alloc"]) not in pages:
-            events.append({"rc": -errno.ENOENT})  # that alloc failed, or its page is gone
-        elif op in ("alloc", "alloc_frag", "ref_page"):
-            got = _handle(op, pool, pages, ev, trace)
-            if got is None:
-                events.append({"rc": -errno.ENOMEM})
-                continue
-            page, extra = got
-            if page.pfn not in names:
-                names[page.pfn] = len(by_name)
-                by_name.append(page)
-            pages[i] = page
-            out: dict[str, Any] = {"rc": 0, "page": names[page.pfn], **extra}
-            events.append(out)
-        elif op == "put":
-            page = pages.pop(int(ev["alloc"]))
-            before = len(dev.syncs_for_device)
-            ctx = pp.Context(cpu=int(ev.get("cpu", 0)), in_softirq=bool(ev.get("softirq", True)))
-            pool.put_page(page, int(ev.get("sync", -1)), bool(ev.get("direct", False)), ctx, trace)
-            synced = dev.syncs_for_device[before:]
-            events.append({"rc": 0, "synced": synced[0].size if synced else None,
-                           "sync_offset": synced[0].addr - (synced[0].pfn << shift)
-                           if synced else None})
-        elif op == "get_page":
-            pp.get_page(pages[int(ev["alloc"])])
-            events.append({"rc": 0})
-        elif op == "fail_allocs":
-            pool.allocator.fail(int(ev["count"]))
-            events.append({"rc": 0})
-        elif op == "update_nid":
-            pool.update_nid(int(ev["nid"]), trace)
-            events.append({"rc": 0})
-        elif op == "pfmemalloc":
-            pool.allocator.pfmemalloc_next += int(ev["count"])
-            events.append({"rc": 0})
-        elif op == "force_nid":
-            nid = ev.get("nid")
-            pool.allocator.force_nid = None if nid is None else int(nid)
-            events.append({"rc": 0})
-        elif op == "destroy":
-            pool.destroy(trace)
-            events.append({"rc": 0, "inflight": pool.inflight(strict=True),
-                           "state": pool.state.value})
-        elif op == "release_retry":
-            if pool.state is not pp.PoolState.DETACHED:
-                events.append({"rc": -errno.ENOENT})  # no deferred release is pending
-                continue
-            inflight = pool.release_retry(trace)
-            events.append({"rc": 0, "inflight": inflight, "state": pool.state.value})
-        else:
-            raise ValueError(f"page_pool scenario event {i}: unknown op {op!r}")
+        events.append(_event(i, ev, pool, pages, held, gets, names, by_name, shift, trace))
+        if snapshots is not None:
+            snapshots.append(_snapshot(pool))
     pool.check_conservation()
     where = {}
     refs: dict[str, int | None] = {}
@@ -173,12 +182,110 @@ def _run(scenario: Scenario, traces: list[Trace] | None) -> dict[str, Any]:
         where[str(k)] = loc.value if loc is not None else "released"
         owned = loc is not None and loc is not pp.Loc.RELEASED
         refs[str(k)] = page.pp_ref_count if owned else None
+    if pfns is not None:
+        pfns.extend(page.pfn for page in by_name)
     return {"events": events, "stats": ethtool_stats(pool.stats()), "inflight": pool.inflight(),
             "pages": where, "pp_ref_count": refs,
             "dma": {"maps": dev.maps, "unmaps": dev.unmaps,
                     "syncs_for_device": dev.device_syncs,
                     "sync_bytes_for_device": sum(s.size for s in dev.syncs_for_device)},
             "state": pool.state.value, "warnings": len(pool.warnings)}
+
+
+def _event(i: int, ev: Mapping[str, Any], pool: pp.PagePool, pages: dict[int, pp.Page],
+           held: dict[int, int], gets: dict[int, pp.Page], names: dict[int, int],
+           by_name: list[pp.Page], shift: int, trace: Trace | None) -> dict[str, Any]:
+    """One event: what it answers (see the module docstring)."""
+    dev = pool.dev
+    assert dev is not None
+    op = ev["op"]
+    if op in _USES_REF and int(ev["alloc"]) not in pages:
+        return {"rc": -errno.ENOENT}  # that alloc failed, or its page is gone
+    if op == "put_bulk":  # PP-RECYCLE-009: the holders still holding return one each
+        refs = [int(r) for r in ev["allocs"] if int(r) in pages]
+        bulk = [pages[r] for r in refs]
+        for r in refs:
+            held[r] -= 1
+            if not held[r]:
+                del pages[r], held[r]
+        if bulk:
+            pp.page_pool_put_netmem_bulk(bulk, _ctx_of(ev), trace)
+        return {"rc": 0}
+    if op == "drop_page":  # PP-PAGE-002: someone else's mm reference goes
+        page = gets.pop(int(ev["get"]), None)
+        if page is None:
+            return {"rc": -errno.ENOENT}
+        pp.put_page(page)
+        return {"rc": 0}
+    if op in ("alloc", "alloc_frag", "ref_page"):
+        got = _handle(op, pool, pages, ev, trace)
+        if got is None:
+            return {"rc": -errno.ENOMEM}
+        page, extra = got
+        if page.pfn not in names:
+            names[page.pfn] = len(by_name)
+            by_name.append(page)
+        pages[i] = page
+        held[i] = 1
+        return {"rc": 0, "page": names[page.pfn], **extra}
+    if op in ("put", "put_unrefed"):
+        ref = int(ev["alloc"])
+        page = pages[ref]
+        before = len(dev.syncs_for_device)
+        sync, direct = int(ev.get("sync", -1)), bool(ev.get("direct", False))
+        if op == "put":  # as drivers call it: the full-page helpers for a -1 length
+            held[ref] -= 1
+            if sync == -1 and direct:
+                pp.page_pool_recycle_direct(pool, page, _ctx_of(ev), trace)
+            elif sync == -1:
+                pp.page_pool_put_full_page(pool, page, False, _ctx_of(ev), trace)
+            else:
+                pp.page_pool_put_page(pool, page, sync, direct, _ctx_of(ev), trace)
+        else:  # PP-RECYCLE-011: the holder whose unref left no reference
+            if held[ref]:
+                raise ValueError(f"page_pool scenario event {i}: put_unrefed while the "
+                                 f"holder of event {ref} still has {held[ref]} reference(s)")
+            pp.page_pool_put_unrefed_page(pool, page, sync, direct, _ctx_of(ev), trace)
+        if not held[ref]:
+            del pages[ref], held[ref]
+        return {"rc": 0, **_synced(dev, before, shift)}
+    if op == "fragment_page":  # PP-RECYCLE-011: nr references on a fresh page
+        ref = int(ev["alloc"])
+        pp.page_pool_fragment_page(pages[ref], int(ev["nr"]), trace)
+        held[ref] = int(ev["nr"])
+        return {"rc": 0}
+    if op == "unref_page":  # PP-RECYCLE-011: the holder drops nr of its references
+        ref, nr = int(ev["alloc"]), int(ev["nr"])
+        if not 1 <= nr <= held[ref]:
+            raise ValueError(f"page_pool scenario event {i}: unref_page of {nr} reference(s); "
+                             f"the holder of event {ref} has {held[ref]}")
+        remaining = pp.page_pool_unref_page(pages[ref], nr, trace)
+        held[ref] -= nr
+        return {"rc": 0, "remaining": remaining}
+    if op == "get_page":
+        pp.get_page(pages[int(ev["alloc"])])
+        gets[i] = pages[int(ev["alloc"])]
+    elif op == "fail_allocs":
+        pool.allocator.fail(int(ev["count"]))
+    elif op == "update_nid":
+        pp.page_pool_update_nid(pool, int(ev["nid"]), trace)
+    elif op == "pfmemalloc":
+        pool.allocator.pfmemalloc_next += int(ev["count"])
+    elif op == "force_nid":
+        nid = ev.get("nid")
+        pool.allocator.force_nid = None if nid is None else int(nid)
+    elif op == "destroy":
+        pp.page_pool_destroy(pool, trace)
+        return {"rc": 0, "inflight": pp.page_pool_inflight(pool, True),
+                "state": pool.state.value}
+    elif op == "release_retry":
+        if pool.state is not pp.PoolState.DETACHED:
+            return {"rc": -errno.ENOENT}  # no deferred release is pending
+        inflight = pp.page_pool_release_retry(pool, trace)
+        return {"rc": 0, "inflight": inflight, "state": pool.state.value}
+    else:
+        raise ValueError(f"page_pool scenario event {i}: unknown op {op!r}")
+    return {"rc": 0}
 
 
 def expected(scenario: Scenario) -> dict[str, Any]:
@@ -190,7 +297,7 @@ _STAT_RULES = {
     "rx_pp_alloc_slow": ("PP-ALLOC-004",),
     "rx_pp_alloc_empty": ("PP-ALLOC-002",),
     "rx_pp_alloc_refill": ("PP-ALLOC-003",),
-    "rx_pp_alloc_waive": ("PP-NUMA-001", "PP-NUMA-005"),
+    "rx_pp_alloc_waive": ("PP-NUMA-002", "PP-NUMA-001"),
     "rx_pp_recycle_cached": ("PP-RECYCLE-004",),
     "rx_pp_recycle_cache_full": ("PP-RECYCLE-005",),
     "rx_pp_recycle_ring": ("PP-RECYCLE-006",),
@@ -200,18 +307,71 @@ _STAT_RULES = {
 }
 
 
+#: What decides whether and how much a put syncs for the device: the sync rule, and the
+#: rules of a put that syncs nothing (not the last reference, not recyclable, after the
+#: pool turned syncing off at destroy).
+_SYNC_RULES = ("PP-RECYCLE-001", "PP-RECYCLE-003", "PP-DESTROY-003", "PP-DESTROY-006")
+
+
+def _pp_rules(events: Iterable[TraceEvent]) -> tuple[str, ...]:
+    """The PP- rules of some trace events, each once, in the order applied."""
+    return tuple(dict.fromkeys(e.rule for e in events if e.rule.startswith("PP-")))
+
+
+def _names_pfn(event: TraceEvent, pfn: int) -> bool:
+    fields = dict(event.fields)
+    return fields.get("pfn") == pfn or pfn in fields.get("pfns", ())  # type: ignore[operator]
+
+
 def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
-    """Stats map to the rule that counts them; an event's fields to the rules it applied."""
+    """Blame from the reference's own run (its trace, one per event):
+
+    * an event's fields: the rules that event applied (a put's sync: PP-DMA-001 and
+      what stopped a sync);
+    * a pool-wide field (a counter, the DMA counts, ``inflight``, ``state``,
+      ``warnings``): the rules of the events that changed it;
+    * ``pages.K`` / ``pp_ref_count.K``: the rules of the last event whose trace names
+      page K (where it was put, released or handed out);
+    * otherwise (a field the reference never changed) the counter's rule, then the
+      static ``field_rules``.
+    """
     traces: list[Trace] = []
-    _run(scenario, traces)
+    snapshots: list[dict[str, Any]] = []
+    pfns: list[int] = []
+    _run(scenario, traces, snapshots, pfns)
+    initial = _snapshot(_pool(scenario))
+
+    def changed(path: str) -> tuple[str, ...]:
+        out: dict[str, None] = {}
+        before = initial
+        for trace, after in zip(traces, snapshots, strict=True):
+            if after.get(path) != before.get(path):
+                out.update(dict.fromkeys(_pp_rules(trace)))
+            before = after
+        return tuple(out)
 
     def rules(path: str) -> tuple[str, ...]:
-        if path.startswith("stats."):
-            return _STAT_RULES.get(path.removeprefix("stats."), ("PP-STATS-001", "PP-STATS-003"))
         if path.startswith("events["):
             index = int(path.removeprefix("events[").partition("]")[0])
-            if index < len(traces):
-                return tuple([r for r in traces[index].rules() if r.startswith("PP-")][-1:])
+            if index >= len(traces):
+                return ()
+            applied_here = _pp_rules(traces[index])
+            if path.endswith((".synced", ".sync_offset")):
+                return ("PP-DMA-001", *(r for r in applied_here if r in _SYNC_RULES))
+            return applied_here
+        head, _, key = path.partition(".")
+        if head in ("pages", "pp_ref_count") and key.isdigit() and int(key) < len(pfns):
+            pfn = pfns[int(key)]
+            for trace in reversed(traces):
+                named = [e for e in trace if _names_pfn(e, pfn)]
+                if named:
+                    return _pp_rules(named)
+            return ()
+        moved = changed(path)
+        if moved:
+            return moved
+        if path.startswith("stats."):
+            return _STAT_RULES.get(path.removeprefix("stats."), ("PP-STATS-001", "PP-STATS-003"))
         return ()
 
     return rules
@@ -277,7 +437,10 @@ EXPLAIN_EVENTS: tuple[dict[str, Any], ...] = (
 _UNTRACED = {"get_page": "PP-PAGE-002", "fail_allocs": "PP-ALLOC-004",
              "pfmemalloc": "PP-RECYCLE-003", "force_nid": "PP-NUMA-002",
              "ref_page": "PP-RECYCLE-011", "update_nid": "PP-NUMA-003",
-             "release_retry": "PP-DESTROY-005", "put": "PP-RECYCLE-001"}
+             "release_retry": "PP-DESTROY-005", "put": "PP-RECYCLE-001",
+             "drop_page": "PP-PAGE-002", "put_bulk": "PP-RECYCLE-009",
+             "fragment_page": "PP-RECYCLE-011", "unref_page": "PP-RECYCLE-011",
+             "put_unrefed": "PP-RECYCLE-011"}
 
 
 def _params_text(scenario: Scenario) -> str:
@@ -383,8 +546,16 @@ def _pool_config(draw: st.DrawFn) -> dict[str, Any]:
                                          "max_len": draw(st.sampled_from([1536, 2048, 4096])),
                                          "offset": draw(st.sampled_from([0, 64, 256])),
                                          "flags": flags}}
+    if draw(st.booleans()):  # PP-INIT-003: the other direction a mapping pool may have
+        config["params"]["dma_dir"] = pp.DMA_BIDIRECTIONAL
+    if draw(st.integers(0, 4)) == 0:  # PP-ALLOC-006: compound pages, one per slow call
+        config["params"]["order"] = draw(st.sampled_from([1, 2]))
     if draw(st.booleans()):
         config["napi_cpu"] = draw(st.sampled_from([0, 1]))
+    if draw(st.integers(0, 2)) == 0:  # PP-RECYCLE-002: a per-CPU pool (system pools)
+        config["cpuid"] = draw(st.sampled_from([0, 1]))
+    if draw(st.integers(0, 2)) == 0:  # PP-FRAG-002: fragments rounded to a cache line
+        config["arch"] = "arm64"
     return config
 
 
@@ -398,6 +569,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     syncs = [-1, 0, 1, 64, 1500, max_len - 1, max_len, max_len + 1, 9000]
     events: list[dict[str, Any]] = []
     held: list[int] = []
+    gotten: list[int] = []  # get_page events whose mm reference is still held
 
     def put(idx: int, direct: bool | None = None) -> None:
         events.append({"op": "put", "alloc": idx, "sync": draw(st.sampled_from(syncs)),
@@ -410,7 +582,8 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             break
         kind = draw(st.sampled_from(["alloc", "alloc", "alloc", "put", "put", "put", "burst",
                                      "get_page", "fail", "nid", "frag", "frag", "ref",
-                                     "special", "ring"]))
+                                     "special", "ring", "unref", "get_page", "drop",
+                                     "bulk"]))
         if kind == "alloc":
             held.append(len(events))
             events.append({"op": "alloc"})
@@ -433,7 +606,17 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         elif kind == "put" and held:
             put(held.pop(draw(st.integers(0, len(held) - 1))))
         elif kind == "get_page" and held:
+            gotten.append(len(events))
             events.append({"op": "get_page", "alloc": draw(st.sampled_from(held))})
+        elif kind == "drop" and gotten:  # PP-PAGE-002: the other holder lets go
+            events.append({"op": "drop_page",
+                           "get": gotten.pop(draw(st.integers(0, len(gotten) - 1)))})
+        elif kind == "bulk" and held:  # PP-RECYCLE-009: xdp_return_frame_bulk's flush
+            n = draw(st.integers(1, min(16, len(held))))
+            chosen = [held.pop(draw(st.integers(0, len(held) - 1))) for _ in range(n)]
+            events.append({"op": "put_bulk", "allocs": chosen,
+                           "cpu": draw(st.sampled_from([0, 1])),
+                           "softirq": draw(st.booleans() | st.just(True))})
         elif kind == "fail":
             events.append({"op": "fail_allocs", "count": draw(st.integers(1, 2))})
         elif kind == "nid":
@@ -447,6 +630,24 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             idx = draw(st.sampled_from(held))
             held.append(len(events))
             events.append({"op": "ref_page", "alloc": idx})
+        elif kind == "unref":  # PP-RECYCLE-011: a page split among holders, then unref'd
+            idx = len(events)
+            nr = draw(st.integers(1, 4))
+            events += [{"op": "alloc"}, {"op": "fragment_page", "alloc": idx, "nr": nr}]
+            left = nr
+            while left:
+                if draw(st.booleans()):  # one holder returns its reference with a put
+                    put(idx)
+                    left -= 1
+                    continue
+                n = draw(st.integers(1, left))
+                events.append({"op": "unref_page", "alloc": idx, "nr": n})
+                left -= n
+            if events[-1]["op"] == "unref_page":  # the last unref left 0: recycle it
+                events.append({"op": "put_unrefed", "alloc": idx,
+                               "sync": draw(st.sampled_from(syncs)), "direct": draw(st.booleans()),
+                               "cpu": draw(st.sampled_from([0, 1])),
+                               "softirq": draw(st.booleans() | st.just(True))})
         elif kind == "special":  # PP-RECYCLE-003, PP-NUMA-002: pages the pool must not keep
             if draw(st.booleans()):
                 events.append({"op": "pfmemalloc", "count": draw(st.integers(1, 3))})

@@ -2,7 +2,8 @@
 same recycle marks and free paths, the same alloc-cache pushes by CPU, the same
 tracepoint sums and pool counters, the same skbs (length, truesize, headroom, bytes), and
 a page ledger that holds at every step; under both kernel switches (v6.4+ recycling and
-the pre-v6.4 release), with and without a program on the entry and failing skb heads."""
+the pre-v6.4 release), with and without a program on the entry and failing skb heads, and
+with the entry replaced (or deleted and made again) while frames are queued."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ COMPONENT = cpumap.COMPONENT
                   "SKB-BUILD-004", "SKB-FREE-001", "SKB-FREE-002", "SKB-BUILD-001",
                   "SKB-BUILD-002", "SKB-FREE-003", "CPUMAP-ENQ-001", "CPUMAP-ENQ-002",
                   "CPUMAP-ENQ-004", "CPUMAP-KT-001", "CPUMAP-KT-002", "CPUMAP-KT-003",
-                  "SKB-FREE-004", "CPUMAP-SIM-001")
+                  "SKB-FREE-004", "CPUMAP-SIM-001", "CPUMAP-MAP-002", "CPUMAP-SIM-006")
 @given(scenario=cpumap.scenarios())
 def test_cpumap_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)

@@ -61,12 +61,12 @@ def page_pool_ref_page(page: Page) -> None:
     _pool_of(page, "page_pool_ref_page").ref_page(page)
 
 
-def page_pool_fragment_page(page: Page, nr: int) -> None:
-    _pool_of(page, "page_pool_fragment_page").fragment_page(page, nr)
+def page_pool_fragment_page(page: Page, nr: int, trace: Trace | None = None) -> None:
+    _pool_of(page, "page_pool_fragment_page").fragment_page(page, nr, trace)
 
 
-def page_pool_unref_page(page: Page, nr: int) -> int:
-    return _pool_of(page, "page_pool_unref_page").unref_page(page, nr)
+def page_pool_unref_page(page: Page, nr: int, trace: Trace | None = None) -> int:
+    return _pool_of(page, "page_pool_unref_page").unref_page(page, nr, trace)
 
 
 def page_pool_update_nid(pool: PagePool, new_nid: int, trace: Trace | None = None) -> None:

@@ -25,14 +25,18 @@ def _align(size: int, alignment: int) -> int:
     return (size + alignment - 1) // alignment * alignment
 
 
-def _drain_frag(pool: PagePool, page: Page) -> Page | None:
+def _drain_frag(pool: PagePool, page: Page, trace: Trace | None) -> Page | None:
     """``page_pool_drain_frag`` (PP-FRAG-005): the page if it can be reused now."""
     if pool._unref(page, BIAS_MAX - pool.frag_users):
-        return None  # some fragment is still out: leave the page to its users
+        emit(trace, "PP-FRAG-005", "frag page full: left to the fragments still out",
+             pfn=page.pfn, pp_ref_count=page.pp_ref_count)
+        return None
     if page._refcount == 1 and not page.pfmemalloc:
         pool._sync_for_device(page, -1)
         return page
     pool._return_page(page)
+    emit(trace, "PP-FRAG-005", "frag page full, no fragment out, not recyclable: released",
+         pfn=page.pfn)
     return None
 
 
@@ -53,12 +57,16 @@ def page_pool_alloc_frag(
         emit(trace, "PP-FRAG-001", "WARN: fragment larger than the page; NULL", size=size,
              max_size=max_size)
         return None
-    size = _align(size, pool.arch.dma_cache_alignment)  # PP-FRAG-002
+    aligned = _align(size, pool.arch.dma_cache_alignment)  # PP-FRAG-002
+    if aligned != size:
+        emit(trace, "PP-FRAG-002", "size rounded up to the DMA cache alignment", size=size,
+             aligned=aligned, alignment=pool.arch.dma_cache_alignment)
+    size = aligned
     offset = pool.frag_offset
     page = pool.frag_page
     reuse = False
     if page is not None and offset + size > max_size:
-        page = _drain_frag(pool, page)
+        page = _drain_frag(pool, page, trace)
         if page is not None:
             pool.recycle_stats.cached += 1
             pool.alloc_stats.fast += 1

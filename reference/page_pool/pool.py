@@ -343,6 +343,12 @@ class PagePool:
         if not pages:
             emit(trace, "PP-ALLOC-004", "bulk allocation returned no page")
             return None
+        if trace is not None:
+            asked = ctx.nid if self.nid == NUMA_NO_NODE else self.nid
+            foreign = sum(1 for page in pages if page.nid != asked)
+            if foreign:
+                emit(trace, "PP-NUMA-005", "the allocator gave pages of another node",
+                     asked=asked, foreign=foreign)
         dma_map = self.dma_map
         for page in pages:
             if dma_map and not self._dma_map(page):
@@ -461,7 +467,7 @@ class PagePool:
             allow_direct = self._napi_local(ctx)
             if allow_direct:
                 emit(trace, "PP-RECYCLE-002", "caller is the pool's NAPI context: direct",
-                     cpu=ctx.cpu)
+                     pfn=page.pfn, cpu=ctx.cpu)
         r = self._put_core(page, dma_sync_size, allow_direct)
         if r == _PUT_DONE_CACHED:
             emit(trace, "PP-RECYCLE-004", "direct put into the alloc cache", pfn=page.pfn,
@@ -537,7 +543,7 @@ class PagePool:
         page.pp_ref_count += 1
         page.refs_out += 1
 
-    def fragment_page(self, page: Page, nr: int) -> None:
+    def fragment_page(self, page: Page, nr: int, trace: Trace | None = None) -> None:
         """``page_pool_fragment_page``: set ``nr`` references on a page fresh from the pool
         (one reference out, not the current frag page) (PP-RECYCLE-011)."""
         self._check_put(page, 1, PROCESS_CONTEXT, "page_pool_fragment_page")
@@ -546,8 +552,9 @@ class PagePool:
                                  obj=repr(page), rule="PP-RECYCLE-011")
         page.pp_ref_count = nr
         page.refs_out = nr
+        emit(trace, "PP-RECYCLE-011", "pp_ref_count set for the fragments", pfn=page.pfn, nr=nr)
 
-    def unref_page(self, page: Page, nr: int) -> int:
+    def unref_page(self, page: Page, nr: int, trace: Trace | None = None) -> int:
         """``page_pool_unref_page``: drop ``nr`` references, return how many remain; at 0
         the caller owns the page and must hand it to :meth:`put_unrefed_page`
         (PP-RECYCLE-011)."""
@@ -556,6 +563,8 @@ class PagePool:
             raise StateViolation("nr must be positive", obj=repr(page), rule="PP-RECYCLE-011")
         ret = self._unref(page, nr)
         page.refs_out -= nr
+        emit(trace, "PP-RECYCLE-011", "pp references dropped", pfn=page.pfn, nr=nr,
+             remaining=ret, pp_ref_count=page.pp_ref_count)
         return ret
 
     # ------------------------------------------------------------------ NUMA
@@ -566,10 +575,11 @@ class PagePool:
             self._check_alive("page_pool_update_nid", "PP-DESTROY-007")
         self.nid = new_nid
         cache = self.alloc_cache
-        n = len(cache)
+        flushed = [page.pfn for page in cache]
         while cache:
             self._return_page(cache.pop())
-        emit(trace, "PP-NUMA-003", "node changed: alloc cache flushed", nid=new_nid, flushed=n)
+        emit(trace, "PP-NUMA-003", "node changed: alloc cache flushed", nid=new_nid,
+             pfns=flushed)
 
     def nid_changed(self, new_nid: int, trace: Trace | None = None) -> None:
         """``page_pool_nid_changed``: update only when the node differs (PP-NUMA-004)."""
@@ -665,31 +675,36 @@ class PagePool:
             emit(trace, "PP-DESTROY-001", "other users remain", user_cnt=self.user_cnt)
             return
         self.disable_direct_recycling()
-        self._free_frag()
-        emit(trace, "PP-DESTROY-002", "last destroy: direct recycling off, frag page dropped")
+        released = self._free_frag()
+        emit(trace, "PP-DESTROY-002", "last destroy: direct recycling off, frag page dropped",
+             pfns=[] if released is None else [released.pfn])
         inflight = self._release(trace)
         if inflight:
             self.state = PoolState.DETACHED
             emit(trace, "PP-DESTROY-005", "pages in flight: release deferred", inflight=inflight)
 
-    def _free_frag(self) -> None:
+    def _free_frag(self) -> Page | None:
         """``page_pool_free_frag`` (PP-DESTROY-002): drop the pool's frag bias; a page
-        with no user left is released (no recyclable check, no counter)."""
+        with no user left is released (no recyclable check, no counter).  Returns the
+        page it released, if any."""
         page = self.frag_page
         self.frag_page = None
         if page is None:
-            return
+            return None
         if self._unref(page, BIAS_MAX - self.frag_users):
-            return
+            return None
         self._return_page(page)
+        return page
 
-    def _scrub(self) -> None:
-        """``page_pool_scrub`` (PP-DESTROY-003)."""
+    def _scrub(self) -> list[int]:
+        """``page_pool_scrub`` (PP-DESTROY-003); the pfns of the pages it released."""
         # page_pool_empty_alloc_cache_once: only the first scrub empties the cache, so a
         # page put directly after destroy stays there (PP-DESTROY-006).
+        released: list[int] = []
         if not self.destroy_cnt:
             cache = self.alloc_cache
             while cache:
+                released.append(cache[-1].pfn)
                 self._return_page(cache.pop())
         first = self.destroy_cnt == 0
         self.destroy_cnt += 1
@@ -701,11 +716,15 @@ class PagePool:
         while (page := ring.consume()) is not None:  # page_pool_empty_ring
             if page._refcount != 1:
                 self.empty_ring_refcnt_violations += 1  # the kernel's pr_crit
+            released.append(page.pfn)
             self._return_page(page)
+        return released
 
     def _release(self, trace: Trace | None) -> int:
         """``page_pool_release``: scrub, then free the pool if nothing is in flight."""
-        self._scrub()
+        released = self._scrub()
+        if released:
+            emit(trace, "PP-DESTROY-003", "scrub: cache and ring pages released", pfns=released)
         inflight = self.inflight(strict=True)
         if inflight == 0:
             self.state = PoolState.FREED
@@ -760,7 +779,8 @@ class PagePool:
 # ---------------------------------------------------------------------- bulk return
 
 
-def page_pool_put_netmem_bulk(pages: list[Page], ctx: Context | None = None) -> None:
+def page_pool_put_netmem_bulk(pages: list[Page], ctx: Context | None = None,
+                              trace: Trace | None = None) -> None:
     """``page_pool_put_netmem_bulk`` (PP-RECYCLE-009): drop one pp reference per entry,
     then recycle the last references pool by pool, ring insertions under one lock.
 
@@ -803,6 +823,9 @@ def page_pool_put_netmem_bulk(pages: list[Page], ctx: Context | None = None) -> 
                 bulk.append(page)
         if bulk:
             first._recycle_ring_bulk(bulk)
+        emit(trace, "PP-RECYCLE-009", "bulk: one pool's last references recycled",
+             pfns=[page.pfn for page in data if page.pp is first or page.owner is first],
+             allow_direct=allow_direct, ring=len(bulk))
         data = foreign
 
 
