@@ -20,6 +20,7 @@ observables: ``packets[i]`` = ``{"ops", "action", "data", "meta", "len"}`` as in
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -34,12 +35,12 @@ from conformance.components.driver_xdp import (
     with_explain_defaults,
 )
 from conformance.components.xdp import PASS_PROGRAM, op_lists
-from conformance.observe import matches
 from conformance.readable import value_text, vlan_tci_text
 from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames, ip_frames
 from reference import veth
 from reference.errors import InvalidConfig
+from reference.kfuncs import XdpRssHashType
 from reference.trace import Trace
 from reference.xdp.buff import XdpBuff
 
@@ -177,15 +178,31 @@ def _calls_rx_hash(scenario: Scenario, i: int) -> bool:
                for op in scenario.program_for(i) or ())
 
 
+_HASH_PATH = re.compile(r"packets\[(\d+)\]\.ops\[(\d+)\]\.(hash|rss_type)")
+
+
 def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
-    """The hash and type of a tagged frame are also VETH-KF-007's."""
+    """The hash and type of a tagged frame are also VETH-KF-007's.  The type veth reports
+    is built from ``enum xdp_rss_hash_type`` (KFUNC-RSS-001), and for an L4 hash it is
+    ``XDP_RSS_L4`` alone (KFUNC-RSS-002: an L4 hash sets the L4 bit; no protocol bit)."""
     tagged = _tagged(scenario)
+    packets = expected(scenario)["packets"]
 
     def rules(path: str) -> tuple[str, ...]:
-        for i in tagged:
-            if matches(path, (f"packets[{i}].ops[*].hash", f"packets[{i}].ops[*].rss_type")):
-                return (*COMPONENT.rules_for(path), "VETH-KF-007")
-        return ()
+        m = _HASH_PATH.fullmatch(path)
+        if m is None:
+            return ()
+        i, j, field = int(m[1]), int(m[2]), m[3]
+        found = COMPONENT.rules_for(path)
+        if field == "rss_type" and i < len(packets) and j < len(packets[i]["ops"]):
+            rss = packets[i]["ops"][j].get("rss_type")
+            if rss == int(XdpRssHashType.XDP_RSS_TYPE_L4_ANY):
+                found = (*found, "KFUNC-RSS-001", "KFUNC-RSS-002")
+            elif rss is not None:
+                found = (*found, "KFUNC-RSS-001")
+        if i in tagged:
+            found = (*found, "VETH-KF-007")
+        return found if found != COMPONENT.rules_for(path) else ()
 
     return rules
 

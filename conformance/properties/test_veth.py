@@ -17,7 +17,7 @@ COMPONENT = veth.COMPONENT
 
 @pytest.mark.rule("VETH-SKB-001", "VETH-SKB-002", "VETH-SKB-003", "VETH-KF-001", "VETH-KF-002",
                   "VETH-KF-003", "VETH-KF-004", "VETH-KF-006", "VETH-STAT-001", "VETH-STAT-002",
-                  "VETH-STAT-003")
+                  "VETH-STAT-003", "KFUNC-RSS-001", "KFUNC-RSS-002")
 @given(scenario=veth.scenarios())
 def test_veth_program_agrees_with_reference(rx_target: TargetSession,
                                             scenario: Scenario) -> None:
@@ -35,10 +35,11 @@ def test_veth_out_of_band_vlan_tag(rx_target: TargetSession, scenario: Scenario)
     check(rx_target, scenario, COMPONENT, mask=mask)
 
 
-@pytest.mark.rule("VETH-KF-005")
+@pytest.mark.rule("VETH-KF-005", "KFUNC-RSS-001", "KFUNC-RSS-002")
 @given(scenario=veth.flow_scenarios())
 def test_veth_rx_hash_is_a_flow_hash(rx_target: TargetSession, scenario: Scenario) -> None:
-    """Equal hashes exactly for the same flow in either direction."""
+    """Equal hashes exactly for the same flow in either direction; each an L4 hash typed
+    ``XDP_RSS_L4`` alone."""
     _check_hash_equalities(rx_target, scenario, ("VETH-KF-005",))
 
 
