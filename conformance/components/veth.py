@@ -7,6 +7,9 @@ config:  ``path`` (default ``"skb"``: frames sent by the peer's stack, e.g. AF_P
          carries that out-of-band (hw-accel) tag, as pushed by the sender's stack with
          ``txvlan`` on, on top of whatever the frame bytes hold; or a list with one such
          tag or null per frame).
+         ``attach`` (optional ``{"peer_mtu": 68 .. 65535, "frags": bool}``: no frames; a
+         program, frags-aware or not, is attached to the receiving end, which had none,
+         its peer's MTU set to ``peer_mtu`` first: VETH-MTU-001).
 frames:  Ethernet frames of 14 .. 1514 bytes (the peer's MTU 1500 + header), sent with
          AF_PACKET; in-band VLAN tags stay in the bytes (VETH-KF-007).
 program / per_packet_programs: the op lists (PROTOCOL.md).
@@ -15,6 +18,8 @@ observables: ``packets[i]`` = ``{"ops", "action", "data", "meta", "len"}`` as in
          ``rx_queue_0_*`` ethtool counters over the scenario (VETH-STAT-*).
          An ``rx_hash`` record's ``hash`` is the model's stand-in: it is masked in
          comparisons and checked through its equalities instead (VETH-KF-005).
+         With ``attach``: ``attach`` = ``{"rc", "peer_max_mtu"}``, the attach's errno and
+         the peer's ``max_mtu`` (``ip -d link``) after it.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from conformance.components.driver_xdp import (
     with_explain_defaults,
 )
 from conformance.components.xdp import PASS_PROGRAM, op_lists
-from conformance.readable import value_text, vlan_tci_text
+from conformance.readable import rc_text, value_text, vlan_tci_text
 from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames, ip_frames
 from reference import veth
@@ -129,14 +134,41 @@ def _packets(scenario: Scenario) -> list[tuple[dict[str, Any], bool, str]]:
     return results
 
 
+def attach_config(scenario: Scenario) -> tuple[int, bool] | None:
+    """``config.attach`` as (peer MTU, frags-aware), or None (VETH-MTU-001)."""
+    attach = scenario.config.get("attach")
+    if attach is None:
+        return None
+    mtu = int(attach["peer_mtu"])
+    if not veth.ETH_MIN_MTU <= mtu <= veth.ETH_MAX_MTU:
+        raise InvalidConfig("attach.peer_mtu is a veth MTU: 68 .. 65535",
+                            field="config.attach.peer_mtu", value=mtu, rule="VETH-MTU-001")
+    if scenario.frames:
+        raise InvalidConfig("an attach scenario sends no frames", field="frames",
+                            value=len(scenario.frames), rule="VETH-MTU-001")
+    return mtu, bool(attach.get("frags", False))
+
+
+def _attach(scenario: Scenario, trace: Trace | None = None) -> dict[str, int] | None:
+    config = attach_config(scenario)
+    if config is None:
+        return None
+    out = veth.veth_xdp_attach(config[0], has_frags=config[1], trace=trace)
+    return {"rc": out.rc, "peer_max_mtu": out.peer_max_mtu}
+
+
 def expected(scenario: Scenario) -> dict[str, Any]:
+    attach = _attach(scenario)
     stats = veth.zero_stats()
     packets = []
     for frame, (packet, _, tx) in zip(scenario.frames, _packets(scenario), strict=True):
         veth.account(stats, "skb", len(frame), packet["action"], tx)
         packets.append(packet)
-    return {"packets": copy.deepcopy(packets),
-            "counters": {f"rx_queue_0_{k}": v for k, v in stats.items()}}
+    out: dict[str, Any] = {"packets": copy.deepcopy(packets),
+                           "counters": {f"rx_queue_0_{k}": v for k, v in stats.items()}}
+    if attach is not None:
+        out["attach"] = attach
+    return out
 
 
 def unspecified(scenario: Scenario) -> tuple[str, ...]:
@@ -163,6 +195,7 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("counters.rx_queue_0_xdp_tx*", ("VETH-STAT-003",)),
     ("counters.rx_queue_0_drops", ("VETH-STAT-003",)),
     ("counters.*", ("VETH-STAT-001", "VETH-STAT-002")),
+    ("attach.*", ("VETH-MTU-001",)),
 )
 
 def _tagged(scenario: Scenario) -> set[int]:
@@ -208,9 +241,12 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
 
 
 def applied(scenario: Scenario) -> set[str]:
-    """VETH-KF-007 when a tagged frame's program asks for the hash."""
+    """VETH-KF-007 when a tagged frame's program asks for the hash; VETH-MTU-001 for an
+    attach."""
     hashed = any(_calls_rx_hash(scenario, i) for i in _tagged(scenario))
-    return {"VETH-KF-007"} if hashed else set()
+    trace = Trace()
+    _attach(scenario, trace)
+    return set(trace.rules()) | ({"VETH-KF-007"} if hashed else set())
 
 
 COMPONENT = Component(name="veth", expected=expected, field_rules=_FIELD_RULES,
@@ -247,6 +283,16 @@ def explain(scenario: Scenario) -> str:
     each), the verdict, what an XDP_TX became and what the rx queue counted.  Without
     frames one IPv4/TCP frame is sent; without a program, the three kfuncs and
     XDP_PASS."""
+    if attach_config(scenario) is not None:
+        trace = Trace()
+        out = _attach(scenario, trace)
+        assert out is not None
+        mtu, frags = attach_config(scenario) or (0, False)
+        return "\n".join([
+            _config_text(scenario),
+            f"attach a {'frags-aware ' if frags else ''}program, the peer's MTU {mtu} -> "
+            f"rc {rc_text(out['rc'])}, the peer's max_mtu {out['peer_max_mtu']} "
+            "(VETH-MTU-001)", *("  " + e.render() for e in trace)])
     scenario, notes = with_explain_defaults(scenario)
     observed = expected(scenario)  # the checks and the counters, as a target is judged
     tagged = _tagged(scenario)
@@ -337,6 +383,23 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 
         reject()
     return scenario
+
+
+#: Peer MTUs either side of veth_xdp_set's limit without frags (3506 on x86_64), and
+#: the ends of the MTU range (VETH-MTU-001).
+_PEER_MTUS = (veth.ETH_MIN_MTU, 1500, 3505, 3506, 3507, 4096, 9000, veth.ETH_MAX_MTU)
+
+
+@st.composite
+def attach_scenarios(draw: st.DrawFn) -> Scenario:
+    """A program attached to the receiving end, its peer at an MTU around the one-page
+    limit; the program frags-aware or not (VETH-MTU-001)."""
+    mtu = draw(st.sampled_from(_PEER_MTUS) | st.integers(veth.ETH_MIN_MTU, veth.ETH_MAX_MTU))
+    frags = draw(st.booleans())
+    event(f"veth: attach, frags {frags}")
+    return Scenario(component="veth", config={"path": "skb",
+                                              "attach": {"peer_mtu": mtu, "frags": frags}},
+                    rules=("VETH-MTU-001",))
 
 
 @st.composite

@@ -100,6 +100,44 @@ class VethPair(LiveDevice):
     def set_vlan(self, tag: tuple[int, int] | None) -> None:
         self.peer.set_vlan(tag)
 
+    def attach_check(self, peer_mtu: int, frags: bool) -> tuple[int, int]:
+        """VETH-MTU-001: with the probe detached (so the receiving end has no program and
+        its peer's max_mtu is back to 65535), set the sending end's MTU to ``peer_mtu``
+        and attach a plain program (``rxo_peer``, frags-aware or not) to the receiving
+        end: the errno and the sending end's ``max_mtu`` after.  Then the probe is
+        attached again at MTU 1500."""
+        from conformance.live import libbpf
+
+        with netns.entered(self.ns_b):
+            libbpf.xdp_detach(self.ifindex_b)
+        self.probe.attached = False
+        obj = None
+        try:
+            netns.ip("link", "set", "dev", self.if_a, "mtu", str(peer_mtu), netns=self.ns_a)
+            obj = libbpf.BpfObject(str(self.probe_obj_path))
+            fd = obj.load("rxo_peer", others=("rxo_probe", "rxo_bounce", "rxo_vlan"),
+                          flags=libbpf.BPF_F_XDP_HAS_FRAGS if frags else 0)
+            with netns.entered(self.ns_b):
+                try:
+                    libbpf.xdp_attach(self.ifindex_b, fd)
+                    rc = 0
+                except libbpf.BpfError as exc:
+                    rc = -(exc.errno or 0)
+            link = json.loads(netns.ip("-j", "-d", "link", "show", "dev", self.if_a,
+                                       netns=self.ns_a))[0]
+            max_mtu = int(link["max_mtu"])
+            if rc == 0:
+                with netns.entered(self.ns_b):
+                    libbpf.xdp_detach(self.ifindex_b)
+        finally:
+            if obj is not None:
+                obj.close()
+            netns.ip("link", "set", "dev", self.if_a, "mtu", "1500", netns=self.ns_a)
+            with netns.entered(self.ns_b):
+                libbpf.xdp_attach(self.ifindex_b, self.probe.fd)
+            self.probe.attached = True
+        return rc, max_mtu
+
     def close(self) -> None:
         for attr in ("tx", "_stat_sock"):
             sock = getattr(self, attr, None)

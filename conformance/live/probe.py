@@ -160,6 +160,7 @@ class Probe:
         try:
             fd = self.obj.load("rxo_probe", others=("rxo_peer", "rxo_bounce"),
                                bind_ifindex=ifindex)
+            self.fd = fd
             self.progs_fd = self.obj.map_fd("progs")
             self.seq_fd = self.obj.map_fd("seqmap")
             self._records: list[bytes] = []

@@ -60,6 +60,15 @@ def test_veth_rx_hash_through_envelopes(rx_target: TargetSession, scenario: Scen
     _check_hash_equalities(rx_target, scenario, ("VETH-KF-002", "VETH-KF-005"))
 
 
+@pytest.mark.rule("VETH-MTU-001")
+@given(scenario=veth.attach_scenarios())
+def test_veth_attach_needs_the_peer_mtu_to_fit(rx_target: TargetSession,
+                                               scenario: Scenario) -> None:
+    """A program attaches only while the peer's MTU fits one page (or the frags' pages);
+    once attached, the peer's max_mtu is that limit."""
+    check(rx_target, scenario, COMPONENT)
+
+
 def _check_hash_equalities(rx_target: TargetSession, scenario: Scenario,
                            rules: tuple[str, ...]) -> None:
     expected = COMPONENT.expected(scenario)
