@@ -87,7 +87,6 @@ KNOWN_GAPS: dict[str, str] = {
         "PKT-L4-001", "PKT-L4-002", "PKT-L4-003", "PKT-L4-004", "PKT-L4-005", "PKT-L4-006",
         "PKT-VLAN-001", "PKT-VLAN-002")},
     **{r: _XDP for r in (
-        "VETH-FRAME-001",
         "XDP-ACT-001", "XDP-ACT-003", "XDP-ADJ-001", "XDP-BUFF-001", "XDP-BUFF-002",
         "XDP-BUFF-003", "XDP-BUFF-004", "XDP-BUFF-005", "XDP-BUFF-006", "XDP-FRAME-001",
         "XDP-FRAME-003", "XDP-FRAME-004", "XDP-FRAME-005", "XDP-FRAME-006", "XDP-FRAME-007",

@@ -1,7 +1,10 @@
 """The ``veth`` component: an op-list XDP program on the receiving end of a veth pair.
 
 config:  ``path`` (default ``"skb"``: frames sent by the peer's stack, e.g. AF_PACKET,
-         so each arrives as an skb with little headroom); ``peer_xdp`` (default true:
+         so each arrives as an skb with little headroom; ``"xdp_frame"``: frames sent
+         with AF_PACKET from this end to the peer, whose XDP program returns XDP_TX, so
+         each arrives back as an xdp_frame without skb: VETH-FRAME-001; no ``oob_vlan``
+         and no XDP_TX there, which the peer would bounce back forever); ``peer_xdp`` (default true:
          the peer end runs an XDP program, so its NAPI takes XDP_TX frames);
          ``oob_vlan`` (optional ``{"proto": 0x8100 | 0x88a8, "tci": u16}``: every frame
          carries that out-of-band (hw-accel) tag, as pushed by the sender's stack with
@@ -91,19 +94,19 @@ def _oob_vlan(scenario: Scenario, i: int) -> dict[str, Any]:
 
 def _packet(scenario: Scenario, i: int) -> tuple[dict[str, Any], bool, str]:
     """One frame through veth_xdp_rcv_skb: observables, unspecified-bytes flag, tx outcome."""
-    if scenario.config.get("path", "skb") != "skb":
-        raise InvalidConfig("only the skb path has scenarios", field="config.path",
-                            value=scenario.config.get("path"), rule="VETH-FRAME-001")
+    frame_path = _frame_path(scenario)
     frame = scenario.frames[i]
     _check_frame(i, frame)
     ops = scenario.program_for(i) or PASS_PROGRAM
     # AF_PACKET: little headroom, so it is copied (VETH-SKB-001); the tag, if any, is the
-    # sender's out-of-band one (VETH-KF-003).
+    # sender's out-of-band one (VETH-KF-003).  On the xdp_frame path the copy is the
+    # peer's, whose program's XDP_TX turned it into the xdp_frame this end receives: the
+    # same buffer, but no skb (VETH-FRAME-001).
     skb = veth.VethSkb(frame, **_oob_vlan(scenario, i))
     layout = veth.veth_convert_skb_to_xdp_buff(skb)
 
     def ctx(xdp: XdpBuff) -> veth.VethXdpBuff:
-        return veth.VethXdpBuff(skb, xdp, layout.headroom)
+        return veth.VethXdpBuff(None if frame_path else skb, xdp, layout.headroom)
 
     # Only a tail growth looks at frame_sz: otherwise one run stands for both sizes.
     grows = any(op["op"] == "adjust_tail" and int(op["delta"]) > 0 for op in ops)
@@ -112,6 +115,10 @@ def _packet(scenario: Scenario, i: int) -> tuple[dict[str, Any], bool, str]:
                              metadata_ops=veth.VETH_XDP_METADATA_OPS, ctx=ctx)
                for size in sizes]
     packet, run, frame_len = results[0]
+    if frame_path and run.action == veth.XDP_TX:
+        raise InvalidConfig("XDP_TX of an xdp_frame goes back to the peer, whose program "
+                            "sent it: the pair would bounce it forever", field="program",
+                            value=None, rule="VETH-FRAME-001")
     if any(other[0] != packet or other[2] != frame_len for other in results[1:]):
         # VETH-SKB-002: the outcome depends on which page_pool fragment the copy got.
         raise InvalidConfig("outcome depends on the page_pool fragment size",
@@ -124,6 +131,19 @@ def _packet(scenario: Scenario, i: int) -> tuple[dict[str, Any], bool, str]:
 #: The last scenario's per-packet results: a property asks for the mask and the
 #: expectation of the same scenario object, so each packet is modelled once.
 _last: list[tuple[Scenario, list[tuple[dict[str, Any], bool, str]]]] = []
+
+
+def _frame_path(scenario: Scenario) -> bool:
+    """``config.path``: ``"xdp_frame"`` (VETH-FRAME-001) or the default ``"skb"``."""
+    path = scenario.config.get("path", "skb")
+    if path not in ("skb", "xdp_frame"):
+        raise InvalidConfig("path is skb or xdp_frame", field="config.path", value=path,
+                            rule="VETH-FRAME-001")
+    if path == "xdp_frame" and scenario.config.get("oob_vlan") is not None:
+        raise InvalidConfig("the xdp_frame path carries no out-of-band tag (no skb)",
+                            field="config.oob_vlan", value=scenario.config["oob_vlan"],
+                            rule="VETH-FRAME-001")
+    return bool(path == "xdp_frame")
 
 
 def _packets(scenario: Scenario) -> list[tuple[dict[str, Any], bool, str]]:
@@ -161,8 +181,9 @@ def expected(scenario: Scenario) -> dict[str, Any]:
     attach = _attach(scenario)
     stats = veth.zero_stats()
     packets = []
+    path = "xdp_frame" if _frame_path(scenario) else "skb"
     for frame, (packet, _, tx) in zip(scenario.frames, _packets(scenario), strict=True):
-        veth.account(stats, "skb", len(frame), packet["action"], tx)
+        veth.account(stats, path, len(frame), packet["action"], tx)
         packets.append(packet)
     out: dict[str, Any] = {"packets": copy.deepcopy(packets),
                            "counters": {f"rx_queue_0_{k}": v for k, v in stats.items()}}
@@ -220,8 +241,11 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     ``XDP_RSS_L4`` alone (KFUNC-RSS-002: an L4 hash sets the L4 bit; no protocol bit)."""
     tagged = _tagged(scenario)
     packets = expected(scenario)["packets"]
+    frame_path = _frame_path(scenario)
 
     def rules(path: str) -> tuple[str, ...]:
+        if frame_path:
+            return _frame_path_rules(scenario, path)
         m = _HASH_PATH.fullmatch(path)
         if m is None:
             return ()
@@ -240,13 +264,30 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     return rules
 
 
+_OP_PATH = re.compile(r"packets\[(\d+)\]\.ops\[(\d+)\]\..*")
+
+
+def _frame_path_rules(scenario: Scenario, path: str) -> tuple[str, ...]:
+    """On the xdp_frame path a kfunc's answer is VETH-FRAME-001's (no skb), and so is the
+    whole frame's length in ``xdp_bytes``."""
+    if path == "counters.rx_queue_0_xdp_bytes":
+        return ("VETH-STAT-002", "VETH-FRAME-001")
+    m = _OP_PATH.fullmatch(path)
+    if m is None:
+        return ()
+    ops = scenario.program_for(int(m[1])) or PASS_PROGRAM
+    j = int(m[2])
+    return ("VETH-FRAME-001",) if j < len(ops) and ops[j]["op"] == "kfunc" else ()
+
+
 def applied(scenario: Scenario) -> set[str]:
     """VETH-KF-007 when a tagged frame's program asks for the hash; VETH-MTU-001 for an
-    attach."""
+    attach; VETH-FRAME-001 on the xdp_frame path."""
     hashed = any(_calls_rx_hash(scenario, i) for i in _tagged(scenario))
     trace = Trace()
     _attach(scenario, trace)
-    return set(trace.rules()) | ({"VETH-KF-007"} if hashed else set())
+    frames = {"VETH-FRAME-001"} if scenario.frames and _frame_path(scenario) else set()
+    return set(trace.rules()) | ({"VETH-KF-007"} if hashed else set()) | frames
 
 
 COMPONENT = Component(name="veth", expected=expected, field_rules=_FIELD_RULES,
@@ -273,7 +314,9 @@ def _config_text(scenario: Scenario) -> str:
         oob = "per frame"
     else:
         oob = "none"
-    return (f"veth: path {cfg.get('path', 'skb')} (frames sent with AF_PACKET), peer XDP "
+    sent = ("sent with AF_PACKET" if cfg.get("path", "skb") == "skb" else
+            "sent back by the peer's XDP_TX, no skb: every kfunc -ENODATA (VETH-FRAME-001)")
+    return (f"veth: path {cfg.get('path', 'skb')} (frames {sent}), peer XDP "
             f"{value_text(bool(cfg.get('peer_xdp', True)))}, out-of-band VLAN tag {oob}")
 
 
@@ -296,6 +339,7 @@ def explain(scenario: Scenario) -> str:
     scenario, notes = with_explain_defaults(scenario)
     observed = expected(scenario)  # the checks and the counters, as a target is judged
     tagged = _tagged(scenario)
+    frame_path = _frame_path(scenario)
     lines = [*notes, _config_text(scenario)]
     for i, frame in enumerate(scenario.frames):
         trace = Trace()
@@ -303,8 +347,8 @@ def explain(scenario: Scenario) -> str:
         skb = veth.VethSkb(frame, **_oob_vlan(scenario, i))
         layout = veth.veth_convert_skb_to_xdp_buff(skb, trace)
 
-        def ctx(xdp: XdpBuff, skb: veth.VethSkb = skb, headroom: int = layout.headroom
-                ) -> veth.VethXdpBuff:
+        def ctx(xdp: XdpBuff, skb: veth.VethSkb | None = None if frame_path else skb,
+                headroom: int = layout.headroom) -> veth.VethXdpBuff:
             return veth.VethXdpBuff(skb, xdp, headroom)
 
         packet, run, frame_len = run_on_buffer(
@@ -319,6 +363,8 @@ def explain(scenario: Scenario) -> str:
                      f"{packet['len']} bytes after the program (VETH-SKB-002)")
         lines += ["  " + e.render() for e in trace]
         rules = dict(_KFUNC_RULES)
+        if frame_path:
+            rules = dict.fromkeys(_KFUNC_RULES, ("VETH-FRAME-001",))
         if i in tagged:
             rules["rx_hash"] = (*rules["rx_hash"], "VETH-KF-007")
         lines += narrate_ops(ops, run, rules)
@@ -328,7 +374,8 @@ def explain(scenario: Scenario) -> str:
         if run.action == veth.XDP_TX:
             lines.append(f"  XDP_TX -> {tx} (VETH-STAT-003)")
         counted = Trace()
-        veth.account(veth.zero_stats(), "skb", len(frame), run.action, tx, counted)
+        veth.account(veth.zero_stats(), "xdp_frame" if frame_path else "skb", len(frame),
+                     run.action, tx, counted)
         lines += ["  " + e.render() for e in counted]
     lines.append("rx queue 0 counters (VETH-STAT-001): " + ", ".join(
         f"{k.removeprefix('rx_queue_0_')}={v}" for k, v in observed["counters"].items()))
@@ -400,6 +447,29 @@ def attach_scenarios(draw: st.DrawFn) -> Scenario:
     return Scenario(component="veth", config={"path": "skb",
                                               "attach": {"peer_mtu": mtu, "frags": frags}},
                     rules=("VETH-MTU-001",))
+
+
+@st.composite
+def frame_path_scenarios(draw: st.DrawFn) -> Scenario:
+    """Frames bounced by the peer's XDP_TX, so they reach the program as xdp_frames: every
+    kfunc is -ENODATA and the whole frame is counted (VETH-FRAME-001).  An XDP_TX of the
+    program becomes XDP_PASS (the peer would bounce it back)."""
+    frames = draw(st.lists(veth_frames(), min_size=1, max_size=4))
+    ops = [{**op, "action": veth.XDP_PASS}
+           if op["op"] == "return" and op.get("action") == veth.XDP_TX else op
+           for op in _live_ops(draw(op_lists()))]
+    if draw(st.booleans()):
+        ops.insert(0, {"op": "kfunc", "name": draw(st.sampled_from(
+            ["rx_timestamp", "rx_hash", "rx_vlan_tag"]))})
+    scenario = Scenario(component="veth", config={"path": "xdp_frame"}, frames=tuple(frames),
+                        program=tuple(ops), rules=("VETH-FRAME-001",))
+    try:
+        expected(scenario)
+    except InvalidConfig:
+        from hypothesis import reject
+
+        reject()
+    return scenario
 
 
 @st.composite

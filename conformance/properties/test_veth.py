@@ -60,6 +60,14 @@ def test_veth_rx_hash_through_envelopes(rx_target: TargetSession, scenario: Scen
     _check_hash_equalities(rx_target, scenario, ("VETH-KF-002", "VETH-KF-005"))
 
 
+@pytest.mark.rule("VETH-FRAME-001", "VETH-STAT-002")
+@given(scenario=veth.frame_path_scenarios())
+def test_veth_xdp_frame_path(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Frames the peer's program sent back with XDP_TX: no skb, so every kfunc is
+    -ENODATA; the whole frame counts in xdp_bytes."""
+    check(rx_target, scenario, COMPONENT, mask=veth.unspecified(scenario))
+
+
 @pytest.mark.rule("VETH-MTU-001")
 @given(scenario=veth.attach_scenarios())
 def test_veth_attach_needs_the_peer_mtu_to_fit(rx_target: TargetSession,

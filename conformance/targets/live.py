@@ -103,9 +103,12 @@ class LiveTarget:
             return self._run_cpumap(scenario)
         if scenario.component != self.driver:
             raise NotApplicable(f"{self.name} runs {self.driver!r} scenarios only")
-        if scenario.config.get("path", "skb") != "skb" or not scenario.config.get(
-                "peer_xdp", True):
-            raise NotApplicable(f"{self.name}: only the skb path with a peer program")
+        path = scenario.config.get("path", "skb")
+        if path not in ("skb", "xdp_frame") or not scenario.config.get("peer_xdp", True):
+            raise NotApplicable(f"{self.name}: only the skb and xdp_frame paths with a peer "
+                                "program")
+        if path != "skb" and self.kind != "veth":
+            raise NotApplicable(f"{self.name}: the xdp_frame path needs the veth pair")
         if scenario.config.get("attach") is not None:
             return self._run_attach(scenario)
         frames = list(scenario.frames)
@@ -115,6 +118,8 @@ class LiveTarget:
         packets: list[dict[str, Any]] = []
         totals = dict.fromkeys(RQ_COUNTERS, 0)
         try:
+            if self.kind == "veth":
+                self.device.set_path(path)
             for start in range(0, len(frames), MAX_PKTS):
                 batch = frames[start:start + MAX_PKTS]
                 progs = programs[start:start + MAX_PKTS]
