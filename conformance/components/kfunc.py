@@ -343,6 +343,9 @@ _MODE_BITS = (0, k.XDP_FLAGS_SKB_MODE, k.XDP_FLAGS_DRV_MODE, k.XDP_FLAGS_HW_MODE
 _MODES = (*_MODE_BITS, *(m | k.XDP_FLAGS_UPDATE_IF_NOEXIST for m in _MODE_BITS))
 _MAPS = (k.BPF_MAP_TYPE_PROG_ARRAY, k.BPF_MAP_TYPE_DEVMAP, k.BPF_MAP_TYPE_DEVMAP_HASH,
          k.BPF_MAP_TYPE_CPUMAP)
+#: prog_flags bits 0 .. 16: every bit BPF_PROG_LOAD accepts (BPF_F_TOKEN_FD is bit 16) and
+#: the unknown ones between (KFUNC-LOAD-001).
+_FLAG_BITS = 17
 #: Offload devices: two net devices of one offload driver share its ``offdev``
 #: (KFUNC-LOAD-004, KFUNC-ATTACH-003).
 _OFFDEVS = (None, None, "nfp0", "nfp1")
@@ -443,7 +446,8 @@ def _modes_family(draw: st.DrawFn) -> Scenario:
     KFUNC-LOAD-002 .. KFUNC-LOAD-005),
     then each program attached to each of a device without ndo_bpf, a native one and an
     offload one, in a drawn order and mode (KFUNC-ATTACH-001 .. KFUNC-ATTACH-005).  The
-    first attach to the device without ndo_bpf asks for a native or hardware mode."""
+    first attach to the device without ndo_bpf asks for a native or hardware mode.  Last,
+    one load per prog_flags bit, unbound and bound-only (KFUNC-LOAD-001, KFUNC-LOAD-003)."""
     devices = [_device(draw, 2, ndo_bpf=False, offdev=None),
                _device(draw, 3, ndo_bpf=True, offdev=None),
                _device(draw, 4, offdev="nfp0")]
@@ -466,6 +470,15 @@ def _modes_family(draw: st.DrawFn) -> Scenario:
             modes = native if ifindex == 2 and n == 0 else _MODES
             events.append({"op": "attach", "ifindex": ifindex, "prog": prog,
                            "flags": draw(st.sampled_from(modes))})
+    # Each prog_flags bit alone on an unbound load, every bit BPF_PROG_LOAD knows and the
+    # unknown ones between them (KFUNC-LOAD-001), and each bit on a bound-only load
+    # (KFUNC-LOAD-003: only HAS_FRAGS may join DEV_BOUND_ONLY).
+    for bit in range(_FLAG_BITS):
+        events.append({"op": "prog_load", "prog_type": xdp, "expected_attach_type": 0,
+                       "prog_flags": 1 << bit, "prog_ifindex": 0, "calls": []})
+        events.append({"op": "prog_load", "prog_type": xdp, "expected_attach_type": 0,
+                       "prog_flags": k.BPF_F_XDP_DEV_BOUND_ONLY | 1 << bit,
+                       "prog_ifindex": 3, "calls": []})
     return Scenario(component="kfunc", config={"devices": devices}, events=tuple(events),
                     rules=("KFUNC-ATTACH-002", "KFUNC-ATTACH-004", "KFUNC-ATTACH-005"))
 

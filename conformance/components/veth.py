@@ -18,7 +18,8 @@ frames:  Ethernet frames of 14 .. 1514 bytes (the peer's MTU 1500 + header), sen
 program / per_packet_programs: the op lists (PROTOCOL.md).
 observables: ``packets[i]`` = ``{"ops", "action", "data", "meta", "len"}`` as in the
          ``xdp`` component, and ``counters``: the deltas of the receiving end's
-         ``rx_queue_0_*`` ethtool counters over the scenario (VETH-STAT-*).
+         ``rx_queue_0_*`` and ``tx_queue_0_*`` ethtool counters over the scenario
+         (VETH-STAT-*).
          An ``rx_hash`` record's ``hash`` is the model's stand-in: it is masked in
          comparisons and checked through its equalities instead (VETH-KF-005).
          With ``attach``: ``attach`` = ``{"rc", "peer_max_mtu"}``, the attach's errno and
@@ -185,11 +186,20 @@ def expected(scenario: Scenario) -> dict[str, Any]:
     for frame, (packet, _, tx) in zip(scenario.frames, _packets(scenario), strict=True):
         veth.account(stats, path, len(frame), packet["action"], tx)
         packets.append(packet)
+    values = {f"rx_queue_0_{k}": v for k, v in stats.items()}
     out: dict[str, Any] = {"packets": copy.deepcopy(packets),
-                           "counters": {f"rx_queue_0_{k}": v for k, v in stats.items()}}
+                           "counters": {name: values.get(name, 0) for name in counter_names()}}
     if attach is not None:
         out["attach"] = attach
     return out
+
+
+def counter_names() -> list[str]:
+    """VETH-STAT-001: the counters ``ethtool -S`` lists for the pair's one queue (without
+    ``peer_ifindex``, an index).  ``tx_queue_0_*`` count what this end sent with
+    ``ndo_xdp_xmit`` (a redirect into it); no scenario does, so their deltas are 0 (an
+    XDP_TX is flushed without them)."""
+    return [name for name in veth.ethtool_stat_names() if name != "peer_ifindex"]
 
 
 def unspecified(scenario: Scenario) -> tuple[str, ...]:
@@ -215,6 +225,7 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("packets[*].len", ("VETH-SKB-002",)),
     ("counters.rx_queue_0_xdp_tx*", ("VETH-STAT-003",)),
     ("counters.rx_queue_0_drops", ("VETH-STAT-003",)),
+    ("counters.tx_queue_0_*", ("VETH-STAT-001",)),
     ("counters.*", ("VETH-STAT-001", "VETH-STAT-002")),
     ("attach.*", ("VETH-MTU-001",)),
 )

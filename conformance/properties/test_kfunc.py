@@ -33,13 +33,13 @@ def test_kfunc_every_call_branch(rx_target: TargetSession, scenario: Scenario) -
     check(rx_target, scenario, COMPONENT)
 
 
-@pytest.mark.rule("KFUNC-LOAD-002", "KFUNC-LOAD-003", "KFUNC-LOAD-004", "KFUNC-LOAD-005",
-                  "KFUNC-ATTACH-001", "KFUNC-ATTACH-002", "KFUNC-ATTACH-003",
+@pytest.mark.rule("KFUNC-LOAD-001", "KFUNC-LOAD-002", "KFUNC-LOAD-003", "KFUNC-LOAD-004",
+                  "KFUNC-LOAD-005", "KFUNC-ATTACH-001", "KFUNC-ATTACH-002", "KFUNC-ATTACH-003",
                   "KFUNC-ATTACH-004", "KFUNC-ATTACH-005")
 @given(scenario=kfunc.family_scenarios("modes"))
 def test_kfunc_every_binding_and_mode(rx_target: TargetSession, scenario: Scenario) -> None:
     """Every binding loaded, attached in every mode to a device without ndo_bpf, a native
-    and an offload device."""
+    and an offload device; each prog_flags bit loaded alone and bound-only."""
     check(rx_target, scenario, COMPONENT)
 
 

@@ -38,8 +38,9 @@ MODELLED_DRIVERS = ("veth", "tun")
 #: What the veth component's live runs report: everything it predicts.
 VETH_REPORTS = ("packets[*].ops*", "packets[*].action", "packets[*].data", "packets[*].meta",
                 "packets[*].len", "counters.*", "attach.*")
-RQ_COUNTERS = tuple(f"rx_queue_0_{name}" for name in (
-    "xdp_packets", "xdp_bytes", "drops", "xdp_redirect", "xdp_drops", "xdp_tx", "xdp_tx_errors"))
+RQ_COUNTERS = (*(f"rx_queue_0_{name}" for name in (
+    "xdp_packets", "xdp_bytes", "drops", "xdp_redirect", "xdp_drops", "xdp_tx", "xdp_tx_errors")),
+    "tx_queue_0_xdp_xmit", "tx_queue_0_xdp_xmit_errors")
 
 
 def parse_iface(spec: str) -> dict[str, str]:
