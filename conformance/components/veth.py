@@ -494,16 +494,31 @@ def oob_vlan_scenarios(draw: st.DrawFn) -> Scenario:
                     frames=tuple(frames), program=tuple(ops), rules=("VETH-KF-003",))
 
 
+#: IPv6 flow labels of :func:`flow_scenarios`: none (IPv4), 0 (the ports are read), and
+#: non-zero ones, which stop the walk before the ports (VETH-KF-002).
+_LABELS = (None, None, 0, 1, 0xFFFFF)
+
+
 @st.composite
 def flow_scenarios(draw: st.DrawFn) -> Scenario:
-    """Pairs of frames of a few flows, each frame also sent reversed: rx_hash only."""
+    """Pairs of frames of a few flows, each frame also sent reversed: rx_hash only.  Some
+    flows are IPv6 with a flow label; with a non-zero label the walk stops before the
+    ports, so a frame of the flow with other ports hashes alike, and the hash is L4 for
+    the label alone (VETH-KF-002)."""
     flows = draw(_flows())
     frames: list[bytes] = []
     for flow in flows:
-        for frame in (_flow_frame(flow), _flow_frame(flow, reverse=True)):
+        label = draw(st.sampled_from(_LABELS) | st.integers(1, 0xFFFFF))
+        for frame in (_flow_frame(flow, label=label),
+                      _flow_frame(flow, reverse=True, label=label)):
             frames += [frame, frame]
+        if label:
+            event("veth: rx_hash of an IPv6 flow label")
+            kind, sport, dport, src, dst = flow
+            frames.append(_flow_frame((kind, sport % 65535 + 1, dport, src, dst), label=label))
     return Scenario(component="veth", config={"path": "skb"}, frames=tuple(frames),
-                    program=({"op": "kfunc", "name": "rx_hash"},), rules=("VETH-KF-005",))
+                    program=({"op": "kfunc", "name": "rx_hash"},),
+                    rules=("VETH-KF-002", "VETH-KF-005"))
 
 
 #: The envelopes of :func:`envelope_flow_scenarios`, each a walk the dissector must make
@@ -619,7 +634,8 @@ def _flows(max_size: int = 4) -> st.SearchStrategy[list[tuple[str, int, int, int
 
 
 def _flow_frame(flow: tuple[str, int, int, int, int], reverse: bool = False,
-                swap_ports: bool = False, tos: int = 0) -> bytes:
+                swap_ports: bool = False, tos: int = 0, label: int | None = None) -> bytes:
+    """The flow's frame: IPv4, or with ``label`` IPv6 carrying that flow label."""
     from scapy.layers.inet import IP, TCP, UDP
     from scapy.layers.l2 import Ether
 
@@ -628,9 +644,13 @@ def _flow_frame(flow: tuple[str, int, int, int, int], reverse: bool = False,
         src, dst, sport, dport = dst, src, dport, sport
     if swap_ports:
         sport, dport = dport, sport
+    eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    if label is not None:
+        pkt = _flow_packet((kind, sport, dport, src, dst), True, False)
+        pkt.fl = label
+        return bytes(eth / pkt)
     l4 = TCP if kind == "tcp" else UDP
-    return bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
-                 / IP(src=_ip(src), dst=_ip(dst), tos=tos) / l4(sport=sport, dport=dport))
+    return bytes(eth / IP(src=_ip(src), dst=_ip(dst), tos=tos) / l4(sport=sport, dport=dport))
 
 
 def _inband(frame: bytes, tags: list[tuple[int, int]]) -> bytes:
