@@ -442,8 +442,8 @@ def _calls_family(draw: st.DrawFn) -> Scenario:
 @st.composite
 def _modes_family(draw: st.DrawFn) -> Scenario:
     """Loads of every binding (unbound, bound, offloaded; XDP and SCHED_CLS; offload to a
-    device that cannot, offload with metadata kfuncs, DEV_BOUND_ONLY without a device:
-    KFUNC-LOAD-002 .. KFUNC-LOAD-005),
+    device that cannot, offload with metadata kfuncs, DEV_BOUND_ONLY without a device, a
+    prog_ifindex naming no device: KFUNC-LOAD-002 .. KFUNC-LOAD-005),
     then each program attached to each of a device without ndo_bpf, a native one and an
     offload one, in a drawn order and mode (KFUNC-ATTACH-001 .. KFUNC-ATTACH-005).  The
     first attach to the device without ndo_bpf asks for a native or hardware mode.  Last,
@@ -458,7 +458,10 @@ def _modes_family(draw: st.DrawFn) -> Scenario:
              # DEV_BOUND_ONLY without prog_ifindex: not bound (KFUNC-LOAD-002), so it
              # attaches in every mode, and a metadata kfunc refuses its load.
              (xdp, k.BPF_F_XDP_DEV_BOUND_ONLY, 0, []),
-             (xdp, k.BPF_F_XDP_DEV_BOUND_ONLY, 0, [draw(st.sampled_from(KFUNCS))])]
+             (xdp, k.BPF_F_XDP_DEV_BOUND_ONLY, 0, [draw(st.sampled_from(KFUNCS))]),
+             # a prog_ifindex naming no device (KFUNC-LOAD-003: -EINVAL), bound-only and
+             # offloaded
+             (xdp, k.BPF_F_XDP_DEV_BOUND_ONLY, 99, []), (xdp, 0, 99, [])]
     events: list[dict[str, Any]] = [
         {"op": "prog_load", "prog_type": t, "expected_attach_type": 0, "prog_flags": f,
          "prog_ifindex": i, "calls": c} for t, f, i, c in loads]
