@@ -135,8 +135,8 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
       (KFUNC-LOAD-002), which decides its kfunc refusal or its success;
     * an attach of a bound program was decided by the device match (KFUNC-ATTACH-003)
       when it succeeded or was refused as bound to a different device;
-    * a call's return code follows the convention (KFUNC-API-002) of the member the load
-      resolved, or of the default body (KFUNC-LOAD-006); the outputs of a failed call are
+    * a call's return code is the body's that ran (KFUNC-API-003 or KFUNC-CALL-001: the
+      wrong targets are caught under exactly that rule); the outputs of a failed call are
       the unwritten ones (KFUNC-API-005);
     * an event naming a load that failed finds no program: nothing of it was left
       (KFUNC-LOAD-007).
@@ -156,7 +156,7 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         if op == "call":
             if field.lstrip(".") != "rc" and out["rc"] != 0:
                 return ("KFUNC-API-005", *applied_rules[-1:])
-            return (*applied_rules[-1:], "KFUNC-LOAD-006", "KFUNC-API-002")
+            return tuple(applied_rules[-1:])
         decided = tuple(applied_rules[-1:]) if out["rc"] != 0 else _SUCCESS_RULES.get(op, ())
         if "KFUNC-LOAD-002" in applied_rules:
             decided = (*decided, "KFUNC-LOAD-002")
