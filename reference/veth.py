@@ -37,6 +37,7 @@ from reference.xdp.buff import XdpBuff
 
 PAGE_SIZE = 4096
 ETH_HLEN = 14
+ETH_MIN_MTU = 68
 ETH_MAX_MTU = 0xFFFF
 XDP_PACKET_HEADROOM = 256
 NET_IP_ALIGN = 0  # x86
@@ -96,6 +97,30 @@ def veth_xdp_set(peer_mtu: int | None, has_frags: bool = False,
         emit(trace, "VETH-MTU-001", "fewer rx queues than peer tx queues")
         return -errno.ENOSPC
     return 0
+
+
+@attrs.frozen
+class AttachOutcome:
+    """What attaching a program to a veth end without one shows (VETH-MTU-001): the
+    errno and the peer's ``max_mtu`` afterwards (``ETH_MAX_MTU`` while no program is
+    attached; the limit of :func:`veth_xdp_max_mtu` once one is)."""
+
+    rc: int
+    peer_max_mtu: int
+
+
+def veth_xdp_attach(peer_mtu: int, has_frags: bool = False,
+                    trace: Trace | None = None) -> AttachOutcome:
+    """VETH-MTU-001: attach a program (frags-aware or not) to an end with no program,
+    its peer at ``peer_mtu``.  On success ``veth_xdp_set`` sets the peer's ``max_mtu`` to
+    the limit it checked against; a refusal leaves it at ``ETH_MAX_MTU`` (veth_setup)."""
+    rc = veth_xdp_set(peer_mtu, has_frags, trace=trace)
+    if rc:
+        return AttachOutcome(rc, ETH_MAX_MTU)
+    limit = veth_xdp_max_mtu(has_frags=has_frags)
+    emit(trace, "VETH-MTU-001", "attached: the peer's max_mtu is the limit",
+         peer_max_mtu=limit)
+    return AttachOutcome(0, limit)
 
 
 # --- the skb -> xdp_buff conversion ---------------------------------------------------------

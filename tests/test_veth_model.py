@@ -309,3 +309,12 @@ def test_dissector_details() -> None:
                         program=({"op": "kfunc", "name": "rx_hash"},))
     with pytest.raises(InvalidConfig):
         veth_component.expected(scenario)
+
+
+@pytest.mark.rule("VETH-MTU-001")
+def test_attach_outcome_sets_the_peer_max_mtu() -> None:
+    """A successful attach leaves the peer's max_mtu at the limit it checked (frags: 17
+    more pages, above the veth range); a refusal leaves ETH_MAX_MTU (no program)."""
+    assert veth.veth_xdp_attach(3506) == veth.AttachOutcome(0, 3506)
+    assert veth.veth_xdp_attach(3507) == veth.AttachOutcome(-errno.ERANGE, 65535)
+    assert veth.veth_xdp_attach(65535, has_frags=True) == veth.AttachOutcome(0, 73138)

@@ -15,7 +15,12 @@ import attrs
 from conformance.scenario import Scenario
 from conformance.targets.reference import ReferenceTarget
 from reference import packet, rss
-from reference.kfuncs import XDP_FLAGS_SKB_MODE, XdpRssHashType
+from reference.kfuncs import (
+    BPF_F_XDP_DEV_BOUND_ONLY,
+    BPF_PROG_TYPE_XDP,
+    XDP_FLAGS_SKB_MODE,
+    XdpRssHashType,
+)
 
 
 class _Wrong(ReferenceTarget):
@@ -105,10 +110,12 @@ class KfuncBoundInGenericMode(_Wrong):
             if ev["op"] != "attach" or not ev.get("flags", 0) & XDP_FLAGS_SKB_MODE:
                 continue
             load = events[int(ev["prog"])]
-            bound_here = (
+            bound_here = (  # bound only (an offloaded one is KFUNC-ATTACH-001's), XDP
                 observed["events"][int(ev["prog"])]["rc"] == 0
                 and load.get("prog_ifindex") == ev["ifindex"]
                 and load.get("expected_attach_type", 0) == 0
+                and load.get("prog_flags", 0) & BPF_F_XDP_DEV_BOUND_ONLY
+                and load.get("prog_type", BPF_PROG_TYPE_XDP) == BPF_PROG_TYPE_XDP
             )
             if bound_here and out["rc"] == -errno.EINVAL:
                 out["rc"] = 0

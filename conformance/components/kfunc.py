@@ -128,7 +128,49 @@ _SUCCESS_RULES = {
 
 
 def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
-    """The rule the reference applied to event ``i``: its refusal, or the dispatch taken."""
+    """The rules the reference's trace says decided event ``i``'s field: its refusal or
+    the dispatch taken, and the decisions behind them (from the trace, not a table):
+
+    * a load whose ``BPF_F_XDP_DEV_BOUND_ONLY`` came without ``prog_ifindex`` is unbound
+      (KFUNC-LOAD-002), which decides its kfunc refusal or its success;
+    * an attach of a bound program was decided by the device match (KFUNC-ATTACH-003)
+      when it succeeded or was refused as bound to a different device;
+    * a call's return code is the body's that ran (KFUNC-API-003 or KFUNC-CALL-001: the
+      wrong targets are caught under exactly that rule); the outputs of a failed call are
+      the unwritten ones (KFUNC-API-005);
+    * an event naming a load that failed finds no program: nothing of it was left
+      (KFUNC-LOAD-007).
+    """
+    traces: list[Trace] = []
+    observed = _run(scenario, traces)
+
+    def rules(path: str) -> tuple[str, ...]:
+        index, _, field = path.removeprefix("events[").partition("]")
+        if not index.isdigit() or int(index) >= len(traces):
+            return ()
+        i = int(index)
+        ev, out = scenario.events[i], observed["events"][i]
+        op, applied_rules = ev["op"], traces[i].rules()
+        if op != "prog_load" and not applied_rules:  # the named load failed
+            return ("KFUNC-LOAD-007", *traces[int(ev["prog"])].rules()[-1:])
+        if op == "call":
+            if field.lstrip(".") != "rc" and out["rc"] != 0:
+                return ("KFUNC-API-005", *applied_rules[-1:])
+            return tuple(applied_rules[-1:])
+        decided = tuple(applied_rules[-1:]) if out["rc"] != 0 else _SUCCESS_RULES.get(op, ())
+        if "KFUNC-LOAD-002" in applied_rules:
+            decided = (*decided, "KFUNC-LOAD-002")
+        if op == "attach" and "KFUNC-ATTACH-003" in applied_rules and (
+                out["rc"] == 0 or _match_refused(traces[i])):
+            decided = (*decided, "KFUNC-ATTACH-003")
+        return decided
+
+    return rules
+
+
+def _narrated(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
+    """The one rule explain prints for event ``i``: its refusal, or the dispatch taken
+    (:func:`attribute` adds the decisions behind it)."""
     traces: list[Trace] = []
     observed = _run(scenario, traces)
 
@@ -143,6 +185,12 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         return _SUCCESS_RULES.get(op, ())
 
     return rules
+
+
+def _match_refused(trace: Trace) -> bool:
+    """The attach was refused because the bound program does not match the device."""
+    return any(e.rule == "KFUNC-ATTACH-004" and "different device" in e.what
+               for e in trace.events)
 
 
 def applied(scenario: Scenario) -> set[str]:
@@ -163,7 +211,7 @@ COMPONENT = Component(
         ("events[*].vlan_*", ("KFUNC-CALL-001", "KFUNC-API-004")),
         ("events[*].rc", ("KFUNC-API-003", "KFUNC-LOAD-003", "KFUNC-LOAD-005",
                           "KFUNC-ATTACH-004", "KFUNC-MAP-001")),
-        ("features.*", ("KFUNC-API-007",)),
+        ("features.*", ("KFUNC-API-007", "KFUNC-API-001")),
     ),
 )
 
@@ -256,7 +304,7 @@ def explain(scenario: Scenario) -> str:
                      "calls, then two refusals")
     traces: list[Trace] = []
     observed = _run(scenario, traces)
-    decided = attribute(scenario)
+    decided = _narrated(scenario)
     lines = [*notes]
     for d in scenario.config.get("devices", []):
         lines += _device_text(d)
@@ -295,6 +343,9 @@ _MODE_BITS = (0, k.XDP_FLAGS_SKB_MODE, k.XDP_FLAGS_DRV_MODE, k.XDP_FLAGS_HW_MODE
 _MODES = (*_MODE_BITS, *(m | k.XDP_FLAGS_UPDATE_IF_NOEXIST for m in _MODE_BITS))
 _MAPS = (k.BPF_MAP_TYPE_PROG_ARRAY, k.BPF_MAP_TYPE_DEVMAP, k.BPF_MAP_TYPE_DEVMAP_HASH,
          k.BPF_MAP_TYPE_CPUMAP)
+#: prog_flags bits 0 .. 16: every bit BPF_PROG_LOAD accepts (BPF_F_TOKEN_FD is bit 16) and
+#: the unknown ones between (KFUNC-LOAD-001).
+_FLAG_BITS = 17
 #: Offload devices: two net devices of one offload driver share its ``offdev``
 #: (KFUNC-LOAD-004, KFUNC-ATTACH-003).
 _OFFDEVS = (None, None, "nfp0", "nfp1")
@@ -391,27 +442,46 @@ def _calls_family(draw: st.DrawFn) -> Scenario:
 @st.composite
 def _modes_family(draw: st.DrawFn) -> Scenario:
     """Loads of every binding (unbound, bound, offloaded; XDP and SCHED_CLS; offload to a
-    device that cannot, offload with metadata kfuncs: KFUNC-LOAD-003 .. KFUNC-LOAD-005),
+    device that cannot, offload with metadata kfuncs, DEV_BOUND_ONLY without a device, a
+    prog_ifindex naming no device: KFUNC-LOAD-002 .. KFUNC-LOAD-005),
     then each program attached to each of a device without ndo_bpf, a native one and an
     offload one, in a drawn order and mode (KFUNC-ATTACH-001 .. KFUNC-ATTACH-005).  The
-    first attach to the device without ndo_bpf asks for a native or hardware mode."""
+    first attach to the device without ndo_bpf asks for a native or hardware mode.  Last,
+    one load per prog_flags bit, unbound and bound-only (KFUNC-LOAD-001, KFUNC-LOAD-003)."""
     devices = [_device(draw, 2, ndo_bpf=False, offdev=None),
                _device(draw, 3, ndo_bpf=True, offdev=None),
                _device(draw, 4, offdev="nfp0")]
     xdp, cls = k.BPF_PROG_TYPE_XDP, k.BPF_PROG_TYPE_SCHED_CLS
     loads = [(xdp, 0, 0, []), (xdp, k.BPF_F_XDP_DEV_BOUND_ONLY, 3, []), (xdp, 0, 4, []),
              (cls, 0, 0, []), (cls, 0, 4, []), (xdp, 0, 3, []),
-             (xdp, 0, 4, [draw(st.sampled_from(KFUNCS))])]
+             (xdp, 0, 4, [draw(st.sampled_from(KFUNCS))]),
+             # DEV_BOUND_ONLY without prog_ifindex: not bound (KFUNC-LOAD-002), so it
+             # attaches in every mode, and a metadata kfunc refuses its load.
+             (xdp, k.BPF_F_XDP_DEV_BOUND_ONLY, 0, []),
+             (xdp, k.BPF_F_XDP_DEV_BOUND_ONLY, 0, [draw(st.sampled_from(KFUNCS))]),
+             # a prog_ifindex naming no device (KFUNC-LOAD-003: -EINVAL), bound-only and
+             # offloaded
+             (xdp, k.BPF_F_XDP_DEV_BOUND_ONLY, 99, []), (xdp, 0, 99, [])]
     events: list[dict[str, Any]] = [
         {"op": "prog_load", "prog_type": t, "expected_attach_type": 0, "prog_flags": f,
          "prog_ifindex": i, "calls": c} for t, f, i, c in loads]
     native = [k.XDP_FLAGS_DRV_MODE, k.XDP_FLAGS_HW_MODE,
               k.XDP_FLAGS_DRV_MODE | k.XDP_FLAGS_UPDATE_IF_NOEXIST]
     for ifindex in (2, 3, 4):
-        for n, prog in enumerate(draw(st.permutations([0, 1, 2, 3, 4]))[:draw(st.integers(1, 5))]):
+        progs = draw(st.permutations([0, 1, 2, 3, 4, 7]))[:draw(st.integers(1, 6))]
+        for n, prog in enumerate(progs):
             modes = native if ifindex == 2 and n == 0 else _MODES
             events.append({"op": "attach", "ifindex": ifindex, "prog": prog,
                            "flags": draw(st.sampled_from(modes))})
+    # Each prog_flags bit alone on an unbound load, every bit BPF_PROG_LOAD knows and the
+    # unknown ones between them (KFUNC-LOAD-001), and each bit on a bound-only load
+    # (KFUNC-LOAD-003: only HAS_FRAGS may join DEV_BOUND_ONLY).
+    for bit in range(_FLAG_BITS):
+        events.append({"op": "prog_load", "prog_type": xdp, "expected_attach_type": 0,
+                       "prog_flags": 1 << bit, "prog_ifindex": 0, "calls": []})
+        events.append({"op": "prog_load", "prog_type": xdp, "expected_attach_type": 0,
+                       "prog_flags": k.BPF_F_XDP_DEV_BOUND_ONLY | 1 << bit,
+                       "prog_ifindex": 3, "calls": []})
     return Scenario(component="kfunc", config={"devices": devices}, events=tuple(events),
                     rules=("KFUNC-ATTACH-002", "KFUNC-ATTACH-004", "KFUNC-ATTACH-005"))
 

@@ -1,25 +1,35 @@
 """The ``veth`` component: an op-list XDP program on the receiving end of a veth pair.
 
 config:  ``path`` (default ``"skb"``: frames sent by the peer's stack, e.g. AF_PACKET,
-         so each arrives as an skb with little headroom); ``peer_xdp`` (default true:
+         so each arrives as an skb with little headroom; ``"xdp_frame"``: frames sent
+         with AF_PACKET from this end to the peer, whose XDP program returns XDP_TX, so
+         each arrives back as an xdp_frame without skb: VETH-FRAME-001; no ``oob_vlan``
+         and no XDP_TX there, which the peer would bounce back forever); ``peer_xdp`` (default true:
          the peer end runs an XDP program, so its NAPI takes XDP_TX frames);
          ``oob_vlan`` (optional ``{"proto": 0x8100 | 0x88a8, "tci": u16}``: every frame
          carries that out-of-band (hw-accel) tag, as pushed by the sender's stack with
          ``txvlan`` on, on top of whatever the frame bytes hold; or a list with one such
          tag or null per frame).
+         ``attach`` (optional ``{"peer_mtu": 68 .. 65535, "frags": bool}``: no frames; a
+         program, frags-aware or not, is attached to the receiving end, which had none,
+         its peer's MTU set to ``peer_mtu`` first: VETH-MTU-001).
 frames:  Ethernet frames of 14 .. 1514 bytes (the peer's MTU 1500 + header), sent with
          AF_PACKET; in-band VLAN tags stay in the bytes (VETH-KF-007).
 program / per_packet_programs: the op lists (PROTOCOL.md).
 observables: ``packets[i]`` = ``{"ops", "action", "data", "meta", "len"}`` as in the
          ``xdp`` component, and ``counters``: the deltas of the receiving end's
-         ``rx_queue_0_*`` ethtool counters over the scenario (VETH-STAT-*).
+         ``rx_queue_0_*`` and ``tx_queue_0_*`` ethtool counters over the scenario
+         (VETH-STAT-*).
          An ``rx_hash`` record's ``hash`` is the model's stand-in: it is masked in
          comparisons and checked through its equalities instead (VETH-KF-005).
+         With ``attach``: ``attach`` = ``{"rc", "peer_max_mtu"}``, the attach's errno and
+         the peer's ``max_mtu`` (``ip -d link``) after it.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -34,12 +44,12 @@ from conformance.components.driver_xdp import (
     with_explain_defaults,
 )
 from conformance.components.xdp import PASS_PROGRAM, op_lists
-from conformance.observe import matches
-from conformance.readable import value_text, vlan_tci_text
+from conformance.readable import rc_text, value_text, vlan_tci_text
 from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames, ip_frames
 from reference import veth
 from reference.errors import InvalidConfig
+from reference.kfuncs import XdpRssHashType
 from reference.trace import Trace
 from reference.xdp.buff import XdpBuff
 
@@ -85,19 +95,19 @@ def _oob_vlan(scenario: Scenario, i: int) -> dict[str, Any]:
 
 def _packet(scenario: Scenario, i: int) -> tuple[dict[str, Any], bool, str]:
     """One frame through veth_xdp_rcv_skb: observables, unspecified-bytes flag, tx outcome."""
-    if scenario.config.get("path", "skb") != "skb":
-        raise InvalidConfig("only the skb path has scenarios", field="config.path",
-                            value=scenario.config.get("path"), rule="VETH-FRAME-001")
+    frame_path = _frame_path(scenario)
     frame = scenario.frames[i]
     _check_frame(i, frame)
     ops = scenario.program_for(i) or PASS_PROGRAM
     # AF_PACKET: little headroom, so it is copied (VETH-SKB-001); the tag, if any, is the
-    # sender's out-of-band one (VETH-KF-003).
+    # sender's out-of-band one (VETH-KF-003).  On the xdp_frame path the copy is the
+    # peer's, whose program's XDP_TX turned it into the xdp_frame this end receives: the
+    # same buffer, but no skb (VETH-FRAME-001).
     skb = veth.VethSkb(frame, **_oob_vlan(scenario, i))
     layout = veth.veth_convert_skb_to_xdp_buff(skb)
 
     def ctx(xdp: XdpBuff) -> veth.VethXdpBuff:
-        return veth.VethXdpBuff(skb, xdp, layout.headroom)
+        return veth.VethXdpBuff(None if frame_path else skb, xdp, layout.headroom)
 
     # Only a tail growth looks at frame_sz: otherwise one run stands for both sizes.
     grows = any(op["op"] == "adjust_tail" and int(op["delta"]) > 0 for op in ops)
@@ -106,6 +116,10 @@ def _packet(scenario: Scenario, i: int) -> tuple[dict[str, Any], bool, str]:
                              metadata_ops=veth.VETH_XDP_METADATA_OPS, ctx=ctx)
                for size in sizes]
     packet, run, frame_len = results[0]
+    if frame_path and run.action == veth.XDP_TX:
+        raise InvalidConfig("XDP_TX of an xdp_frame goes back to the peer, whose program "
+                            "sent it: the pair would bounce it forever", field="program",
+                            value=None, rule="VETH-FRAME-001")
     if any(other[0] != packet or other[2] != frame_len for other in results[1:]):
         # VETH-SKB-002: the outcome depends on which page_pool fragment the copy got.
         raise InvalidConfig("outcome depends on the page_pool fragment size",
@@ -120,6 +134,19 @@ def _packet(scenario: Scenario, i: int) -> tuple[dict[str, Any], bool, str]:
 _last: list[tuple[Scenario, list[tuple[dict[str, Any], bool, str]]]] = []
 
 
+def _frame_path(scenario: Scenario) -> bool:
+    """``config.path``: ``"xdp_frame"`` (VETH-FRAME-001) or the default ``"skb"``."""
+    path = scenario.config.get("path", "skb")
+    if path not in ("skb", "xdp_frame"):
+        raise InvalidConfig("path is skb or xdp_frame", field="config.path", value=path,
+                            rule="VETH-FRAME-001")
+    if path == "xdp_frame" and scenario.config.get("oob_vlan") is not None:
+        raise InvalidConfig("the xdp_frame path carries no out-of-band tag (no skb)",
+                            field="config.oob_vlan", value=scenario.config["oob_vlan"],
+                            rule="VETH-FRAME-001")
+    return bool(path == "xdp_frame")
+
+
 def _packets(scenario: Scenario) -> list[tuple[dict[str, Any], bool, str]]:
     if _last and _last[0][0] is scenario:
         return _last[0][1]
@@ -128,14 +155,51 @@ def _packets(scenario: Scenario) -> list[tuple[dict[str, Any], bool, str]]:
     return results
 
 
+def attach_config(scenario: Scenario) -> tuple[int, bool] | None:
+    """``config.attach`` as (peer MTU, frags-aware), or None (VETH-MTU-001)."""
+    attach = scenario.config.get("attach")
+    if attach is None:
+        return None
+    mtu = int(attach["peer_mtu"])
+    if not veth.ETH_MIN_MTU <= mtu <= veth.ETH_MAX_MTU:
+        raise InvalidConfig("attach.peer_mtu is a veth MTU: 68 .. 65535",
+                            field="config.attach.peer_mtu", value=mtu, rule="VETH-MTU-001")
+    if scenario.frames:
+        raise InvalidConfig("an attach scenario sends no frames", field="frames",
+                            value=len(scenario.frames), rule="VETH-MTU-001")
+    return mtu, bool(attach.get("frags", False))
+
+
+def _attach(scenario: Scenario, trace: Trace | None = None) -> dict[str, int] | None:
+    config = attach_config(scenario)
+    if config is None:
+        return None
+    out = veth.veth_xdp_attach(config[0], has_frags=config[1], trace=trace)
+    return {"rc": out.rc, "peer_max_mtu": out.peer_max_mtu}
+
+
 def expected(scenario: Scenario) -> dict[str, Any]:
+    attach = _attach(scenario)
     stats = veth.zero_stats()
     packets = []
+    path = "xdp_frame" if _frame_path(scenario) else "skb"
     for frame, (packet, _, tx) in zip(scenario.frames, _packets(scenario), strict=True):
-        veth.account(stats, "skb", len(frame), packet["action"], tx)
+        veth.account(stats, path, len(frame), packet["action"], tx)
         packets.append(packet)
-    return {"packets": copy.deepcopy(packets),
-            "counters": {f"rx_queue_0_{k}": v for k, v in stats.items()}}
+    values = {f"rx_queue_0_{k}": v for k, v in stats.items()}
+    out: dict[str, Any] = {"packets": copy.deepcopy(packets),
+                           "counters": {name: values.get(name, 0) for name in counter_names()}}
+    if attach is not None:
+        out["attach"] = attach
+    return out
+
+
+def counter_names() -> list[str]:
+    """VETH-STAT-001: the counters ``ethtool -S`` lists for the pair's one queue (without
+    ``peer_ifindex``, an index).  ``tx_queue_0_*`` count what this end sent with
+    ``ndo_xdp_xmit`` (a redirect into it); no scenario does, so their deltas are 0 (an
+    XDP_TX is flushed without them)."""
+    return [name for name in veth.ethtool_stat_names() if name != "peer_ifindex"]
 
 
 def unspecified(scenario: Scenario) -> tuple[str, ...]:
@@ -161,7 +225,9 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("packets[*].len", ("VETH-SKB-002",)),
     ("counters.rx_queue_0_xdp_tx*", ("VETH-STAT-003",)),
     ("counters.rx_queue_0_drops", ("VETH-STAT-003",)),
+    ("counters.tx_queue_0_*", ("VETH-STAT-001",)),
     ("counters.*", ("VETH-STAT-001", "VETH-STAT-002")),
+    ("attach.*", ("VETH-MTU-001",)),
 )
 
 def _tagged(scenario: Scenario) -> set[int]:
@@ -177,23 +243,62 @@ def _calls_rx_hash(scenario: Scenario, i: int) -> bool:
                for op in scenario.program_for(i) or ())
 
 
+_HASH_PATH = re.compile(r"packets\[(\d+)\]\.ops\[(\d+)\]\.(hash|rss_type)")
+
+
 def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
-    """The hash and type of a tagged frame are also VETH-KF-007's."""
+    """The hash and type of a tagged frame are also VETH-KF-007's.  The type veth reports
+    is built from ``enum xdp_rss_hash_type`` (KFUNC-RSS-001), and for an L4 hash it is
+    ``XDP_RSS_L4`` alone (KFUNC-RSS-002: an L4 hash sets the L4 bit; no protocol bit)."""
     tagged = _tagged(scenario)
+    packets = expected(scenario)["packets"]
+    frame_path = _frame_path(scenario)
 
     def rules(path: str) -> tuple[str, ...]:
-        for i in tagged:
-            if matches(path, (f"packets[{i}].ops[*].hash", f"packets[{i}].ops[*].rss_type")):
-                return (*COMPONENT.rules_for(path), "VETH-KF-007")
-        return ()
+        if frame_path:
+            return _frame_path_rules(scenario, path)
+        m = _HASH_PATH.fullmatch(path)
+        if m is None:
+            return ()
+        i, j, field = int(m[1]), int(m[2]), m[3]
+        found = COMPONENT.rules_for(path)
+        if field == "rss_type" and i < len(packets) and j < len(packets[i]["ops"]):
+            rss = packets[i]["ops"][j].get("rss_type")
+            if rss == int(XdpRssHashType.XDP_RSS_TYPE_L4_ANY):
+                found = (*found, "KFUNC-RSS-001", "KFUNC-RSS-002")
+            elif rss is not None:
+                found = (*found, "KFUNC-RSS-001")
+        if i in tagged:
+            found = (*found, "VETH-KF-007")
+        return found if found != COMPONENT.rules_for(path) else ()
 
     return rules
 
 
+_OP_PATH = re.compile(r"packets\[(\d+)\]\.ops\[(\d+)\]\..*")
+
+
+def _frame_path_rules(scenario: Scenario, path: str) -> tuple[str, ...]:
+    """On the xdp_frame path a kfunc's answer is VETH-FRAME-001's (no skb), and so is the
+    whole frame's length in ``xdp_bytes``."""
+    if path == "counters.rx_queue_0_xdp_bytes":
+        return ("VETH-STAT-002", "VETH-FRAME-001")
+    m = _OP_PATH.fullmatch(path)
+    if m is None:
+        return ()
+    ops = scenario.program_for(int(m[1])) or PASS_PROGRAM
+    j = int(m[2])
+    return ("VETH-FRAME-001",) if j < len(ops) and ops[j]["op"] == "kfunc" else ()
+
+
 def applied(scenario: Scenario) -> set[str]:
-    """VETH-KF-007 when a tagged frame's program asks for the hash."""
+    """VETH-KF-007 when a tagged frame's program asks for the hash; VETH-MTU-001 for an
+    attach; VETH-FRAME-001 on the xdp_frame path."""
     hashed = any(_calls_rx_hash(scenario, i) for i in _tagged(scenario))
-    return {"VETH-KF-007"} if hashed else set()
+    trace = Trace()
+    _attach(scenario, trace)
+    frames = {"VETH-FRAME-001"} if scenario.frames and _frame_path(scenario) else set()
+    return set(trace.rules()) | ({"VETH-KF-007"} if hashed else set()) | frames
 
 
 COMPONENT = Component(name="veth", expected=expected, field_rules=_FIELD_RULES,
@@ -220,7 +325,9 @@ def _config_text(scenario: Scenario) -> str:
         oob = "per frame"
     else:
         oob = "none"
-    return (f"veth: path {cfg.get('path', 'skb')} (frames sent with AF_PACKET), peer XDP "
+    sent = ("sent with AF_PACKET" if cfg.get("path", "skb") == "skb" else
+            "sent back by the peer's XDP_TX, no skb: every kfunc -ENODATA (VETH-FRAME-001)")
+    return (f"veth: path {cfg.get('path', 'skb')} (frames {sent}), peer XDP "
             f"{value_text(bool(cfg.get('peer_xdp', True)))}, out-of-band VLAN tag {oob}")
 
 
@@ -230,9 +337,20 @@ def explain(scenario: Scenario) -> str:
     each), the verdict, what an XDP_TX became and what the rx queue counted.  Without
     frames one IPv4/TCP frame is sent; without a program, the three kfuncs and
     XDP_PASS."""
+    if attach_config(scenario) is not None:
+        trace = Trace()
+        out = _attach(scenario, trace)
+        assert out is not None
+        mtu, frags = attach_config(scenario) or (0, False)
+        return "\n".join([
+            _config_text(scenario),
+            f"attach a {'frags-aware ' if frags else ''}program, the peer's MTU {mtu} -> "
+            f"rc {rc_text(out['rc'])}, the peer's max_mtu {out['peer_max_mtu']} "
+            "(VETH-MTU-001)", *("  " + e.render() for e in trace)])
     scenario, notes = with_explain_defaults(scenario)
     observed = expected(scenario)  # the checks and the counters, as a target is judged
     tagged = _tagged(scenario)
+    frame_path = _frame_path(scenario)
     lines = [*notes, _config_text(scenario)]
     for i, frame in enumerate(scenario.frames):
         trace = Trace()
@@ -240,8 +358,8 @@ def explain(scenario: Scenario) -> str:
         skb = veth.VethSkb(frame, **_oob_vlan(scenario, i))
         layout = veth.veth_convert_skb_to_xdp_buff(skb, trace)
 
-        def ctx(xdp: XdpBuff, skb: veth.VethSkb = skb, headroom: int = layout.headroom
-                ) -> veth.VethXdpBuff:
+        def ctx(xdp: XdpBuff, skb: veth.VethSkb | None = None if frame_path else skb,
+                headroom: int = layout.headroom) -> veth.VethXdpBuff:
             return veth.VethXdpBuff(skb, xdp, headroom)
 
         packet, run, frame_len = run_on_buffer(
@@ -256,6 +374,8 @@ def explain(scenario: Scenario) -> str:
                      f"{packet['len']} bytes after the program (VETH-SKB-002)")
         lines += ["  " + e.render() for e in trace]
         rules = dict(_KFUNC_RULES)
+        if frame_path:
+            rules = dict.fromkeys(_KFUNC_RULES, ("VETH-FRAME-001",))
         if i in tagged:
             rules["rx_hash"] = (*rules["rx_hash"], "VETH-KF-007")
         lines += narrate_ops(ops, run, rules)
@@ -265,7 +385,8 @@ def explain(scenario: Scenario) -> str:
         if run.action == veth.XDP_TX:
             lines.append(f"  XDP_TX -> {tx} (VETH-STAT-003)")
         counted = Trace()
-        veth.account(veth.zero_stats(), "skb", len(frame), run.action, tx, counted)
+        veth.account(veth.zero_stats(), "xdp_frame" if frame_path else "skb", len(frame),
+                     run.action, tx, counted)
         lines += ["  " + e.render() for e in counted]
     lines.append("rx queue 0 counters (VETH-STAT-001): " + ", ".join(
         f"{k.removeprefix('rx_queue_0_')}={v}" for k, v in observed["counters"].items()))
@@ -322,6 +443,46 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     return scenario
 
 
+#: Peer MTUs either side of veth_xdp_set's limit without frags (3506 on x86_64), and
+#: the ends of the MTU range (VETH-MTU-001).
+_PEER_MTUS = (veth.ETH_MIN_MTU, 1500, 3505, 3506, 3507, 4096, 9000, veth.ETH_MAX_MTU)
+
+
+@st.composite
+def attach_scenarios(draw: st.DrawFn) -> Scenario:
+    """A program attached to the receiving end, its peer at an MTU around the one-page
+    limit; the program frags-aware or not (VETH-MTU-001)."""
+    mtu = draw(st.sampled_from(_PEER_MTUS) | st.integers(veth.ETH_MIN_MTU, veth.ETH_MAX_MTU))
+    frags = draw(st.booleans())
+    event(f"veth: attach, frags {frags}")
+    return Scenario(component="veth", config={"path": "skb",
+                                              "attach": {"peer_mtu": mtu, "frags": frags}},
+                    rules=("VETH-MTU-001",))
+
+
+@st.composite
+def frame_path_scenarios(draw: st.DrawFn) -> Scenario:
+    """Frames bounced by the peer's XDP_TX, so they reach the program as xdp_frames: every
+    kfunc is -ENODATA and the whole frame is counted (VETH-FRAME-001).  An XDP_TX of the
+    program becomes XDP_PASS (the peer would bounce it back)."""
+    frames = draw(st.lists(veth_frames(), min_size=1, max_size=4))
+    ops = [{**op, "action": veth.XDP_PASS}
+           if op["op"] == "return" and op.get("action") == veth.XDP_TX else op
+           for op in _live_ops(draw(op_lists()))]
+    if draw(st.booleans()):
+        ops.insert(0, {"op": "kfunc", "name": draw(st.sampled_from(
+            ["rx_timestamp", "rx_hash", "rx_vlan_tag"]))})
+    scenario = Scenario(component="veth", config={"path": "xdp_frame"}, frames=tuple(frames),
+                        program=tuple(ops), rules=("VETH-FRAME-001",))
+    try:
+        expected(scenario)
+    except InvalidConfig:
+        from hypothesis import reject
+
+        reject()
+    return scenario
+
+
 @st.composite
 def oob_vlan_scenarios(draw: st.DrawFn) -> Scenario:
     """Frames sent with an out-of-band tag; kfunc calls among other ops."""
@@ -333,16 +494,31 @@ def oob_vlan_scenarios(draw: st.DrawFn) -> Scenario:
                     frames=tuple(frames), program=tuple(ops), rules=("VETH-KF-003",))
 
 
+#: IPv6 flow labels of :func:`flow_scenarios`: none (IPv4), 0 (the ports are read), and
+#: non-zero ones, which stop the walk before the ports (VETH-KF-002).
+_LABELS = (None, None, 0, 1, 0xFFFFF)
+
+
 @st.composite
 def flow_scenarios(draw: st.DrawFn) -> Scenario:
-    """Pairs of frames of a few flows, each frame also sent reversed: rx_hash only."""
+    """Pairs of frames of a few flows, each frame also sent reversed: rx_hash only.  Some
+    flows are IPv6 with a flow label; with a non-zero label the walk stops before the
+    ports, so a frame of the flow with other ports hashes alike, and the hash is L4 for
+    the label alone (VETH-KF-002)."""
     flows = draw(_flows())
     frames: list[bytes] = []
     for flow in flows:
-        for frame in (_flow_frame(flow), _flow_frame(flow, reverse=True)):
+        label = draw(st.sampled_from(_LABELS) | st.integers(1, 0xFFFFF))
+        for frame in (_flow_frame(flow, label=label),
+                      _flow_frame(flow, reverse=True, label=label)):
             frames += [frame, frame]
+        if label:
+            event("veth: rx_hash of an IPv6 flow label")
+            kind, sport, dport, src, dst = flow
+            frames.append(_flow_frame((kind, sport % 65535 + 1, dport, src, dst), label=label))
     return Scenario(component="veth", config={"path": "skb"}, frames=tuple(frames),
-                    program=({"op": "kfunc", "name": "rx_hash"},), rules=("VETH-KF-005",))
+                    program=({"op": "kfunc", "name": "rx_hash"},),
+                    rules=("VETH-KF-002", "VETH-KF-005"))
 
 
 #: The envelopes of :func:`envelope_flow_scenarios`, each a walk the dissector must make
@@ -458,7 +634,8 @@ def _flows(max_size: int = 4) -> st.SearchStrategy[list[tuple[str, int, int, int
 
 
 def _flow_frame(flow: tuple[str, int, int, int, int], reverse: bool = False,
-                swap_ports: bool = False, tos: int = 0) -> bytes:
+                swap_ports: bool = False, tos: int = 0, label: int | None = None) -> bytes:
+    """The flow's frame: IPv4, or with ``label`` IPv6 carrying that flow label."""
     from scapy.layers.inet import IP, TCP, UDP
     from scapy.layers.l2 import Ether
 
@@ -467,9 +644,13 @@ def _flow_frame(flow: tuple[str, int, int, int, int], reverse: bool = False,
         src, dst, sport, dport = dst, src, dport, sport
     if swap_ports:
         sport, dport = dport, sport
+    eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    if label is not None:
+        pkt = _flow_packet((kind, sport, dport, src, dst), True, False)
+        pkt.fl = label
+        return bytes(eth / pkt)
     l4 = TCP if kind == "tcp" else UDP
-    return bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
-                 / IP(src=_ip(src), dst=_ip(dst), tos=tos) / l4(sport=sport, dport=dport))
+    return bytes(eth / IP(src=_ip(src), dst=_ip(dst), tos=tos) / l4(sport=sport, dport=dport))
 
 
 def _inband(frame: bytes, tags: list[tuple[int, int]]) -> bytes:

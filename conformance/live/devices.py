@@ -61,6 +61,11 @@ class LiveDevice:
         if tag is not None:
             raise ProbeError(f"{self.driver}: no out-of-band VLAN tags on this device")
 
+    def set_path(self, path: str) -> None:
+        """How the next frames reach the probe: ``skb`` (sent to it) or ``xdp_frame``."""
+        if path != "skb":
+            raise ProbeError(f"{self.driver}: only the skb path on this device")
+
     def close(self) -> None:
         raise NotImplementedError
 
@@ -83,10 +88,15 @@ class VethPair(LiveDevice):
                 self.probe = Probe(obj, self.ifindex_b)
                 self._stat_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
                 self.stats = EthtoolStats(self._stat_sock, self.if_b)
+                # The xdp_frame path: frames sent from b, bounced by a's rxo_bounce.
+                self.tx_b = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+                self.tx_b.bind((self.if_b, 0))
             with netns.entered(self.ns_a):
-                self.peer = PeerProgram(obj, socket.if_nametoindex(self.if_a), vlan=True)
+                self.peer = PeerProgram(obj, socket.if_nametoindex(self.if_a), vlan=True,
+                                        bounce=True)
                 self.tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
                 self.tx.bind((self.if_a, 0))
+            self.path = "skb"
             _wait_up(self.if_a, self.ns_a)
             _wait_up(self.if_b, self.ns_b)
         except BaseException:
@@ -94,14 +104,63 @@ class VethPair(LiveDevice):
             raise
 
     def send(self, frames: list[bytes]) -> None:
+        sock = self.tx if self.path == "skb" else self.tx_b
         for frame in frames:
-            self.tx.send(frame)
+            sock.send(frame)
 
     def set_vlan(self, tag: tuple[int, int] | None) -> None:
         self.peer.set_vlan(tag)
 
+    def set_path(self, path: str) -> None:
+        """``skb``: frames are sent from a, whose ``rxo_peer`` drops what b's XDP_TX sends
+        back; ``xdp_frame`` (VETH-FRAME-001): frames are sent from b, and a's
+        ``rxo_bounce`` returns them with XDP_TX, so they reach b's program as xdp_frames."""
+        if path not in ("skb", "xdp_frame"):
+            raise ProbeError(f"veth: no path {path!r}")
+        with netns.entered(self.ns_a):
+            self.peer.use("rxo_peer" if path == "skb" else "rxo_bounce")
+        self.path = path
+
+    def attach_check(self, peer_mtu: int, frags: bool) -> tuple[int, int]:
+        """VETH-MTU-001: with the probe detached (so the receiving end has no program and
+        its peer's max_mtu is back to 65535), set the sending end's MTU to ``peer_mtu``
+        and attach a plain program (``rxo_peer``, frags-aware or not) to the receiving
+        end: the errno and the sending end's ``max_mtu`` after.  Then the probe is
+        attached again at MTU 1500."""
+        from conformance.live import libbpf
+
+        with netns.entered(self.ns_b):
+            libbpf.xdp_detach(self.ifindex_b)
+        self.probe.attached = False
+        obj = None
+        try:
+            netns.ip("link", "set", "dev", self.if_a, "mtu", str(peer_mtu), netns=self.ns_a)
+            obj = libbpf.BpfObject(str(self.probe_obj_path))
+            fd = obj.load("rxo_peer", others=("rxo_probe", "rxo_bounce", "rxo_vlan"),
+                          flags=libbpf.BPF_F_XDP_HAS_FRAGS if frags else 0)
+            with netns.entered(self.ns_b):
+                try:
+                    libbpf.xdp_attach(self.ifindex_b, fd)
+                    rc = 0
+                except libbpf.BpfError as exc:
+                    rc = -(exc.errno or 0)
+            link = json.loads(netns.ip("-j", "-d", "link", "show", "dev", self.if_a,
+                                       netns=self.ns_a))[0]
+            max_mtu = int(link["max_mtu"])
+            if rc == 0:
+                with netns.entered(self.ns_b):
+                    libbpf.xdp_detach(self.ifindex_b)
+        finally:
+            if obj is not None:
+                obj.close()
+            netns.ip("link", "set", "dev", self.if_a, "mtu", "1500", netns=self.ns_a)
+            with netns.entered(self.ns_b):
+                libbpf.xdp_attach(self.ifindex_b, self.probe.fd)
+            self.probe.attached = True
+        return rc, max_mtu
+
     def close(self) -> None:
-        for attr in ("tx", "_stat_sock"):
+        for attr in ("tx", "tx_b", "_stat_sock"):
             sock = getattr(self, attr, None)
             if sock is not None:
                 sock.close()

@@ -7,6 +7,7 @@ import ctypes.util
 import os
 from collections.abc import Callable
 
+BPF_F_XDP_HAS_FRAGS = 1 << 5
 BPF_F_XDP_DEV_BOUND_ONLY = 1 << 6
 XDP_FLAGS_DRV_MODE = 1 << 2
 BPF_ANY = 0
@@ -90,13 +91,18 @@ class BpfObject:
         return {name: check(self._lib.bpf_program__fd(self.program(name)), "fd")
                 for name in names}
 
-    def load(self, keep: str, *, others: tuple[str, ...] = (), bind_ifindex: int = 0) -> int:
+    def load(self, keep: str, *, others: tuple[str, ...] = (), bind_ifindex: int = 0,
+             flags: int = 0) -> int:
+        """Load ``keep`` (``others`` not autoloaded), bound to ``bind_ifindex`` if given,
+        with the extra ``prog_flags`` ``flags`` (``BPF_F_XDP_HAS_FRAGS``)."""
         for name in others:
             self._lib.bpf_program__set_autoload(self.program(name), False)
         prog = self.program(keep)
         if bind_ifindex:
             self._lib.bpf_program__set_ifindex(prog, bind_ifindex)
-            check(self._lib.bpf_program__set_flags(prog, BPF_F_XDP_DEV_BOUND_ONLY), "set_flags")
+            flags |= BPF_F_XDP_DEV_BOUND_ONLY
+        if flags:
+            check(self._lib.bpf_program__set_flags(prog, flags), "set_flags")
         check(self._lib.bpf_object__load(self.ptr), "bpf_object__load")
         return check(self._lib.bpf_program__fd(prog), "bpf_program__fd")
 

@@ -160,6 +160,7 @@ class Probe:
         try:
             fd = self.obj.load("rxo_probe", others=("rxo_peer", "rxo_bounce"),
                                bind_ifindex=ifindex)
+            self.fd = fd
             self.progs_fd = self.obj.map_fd("progs")
             self.seq_fd = self.obj.map_fd("seqmap")
             self._records: list[bytes] = []
@@ -208,14 +209,18 @@ class PeerProgram:
     end of a pair; with ``vlan``, also ``rxo_vlan`` on its tc egress (:meth:`set_vlan`)."""
 
     def __init__(self, obj_path: Path, ifindex: int, program: str = "rxo_peer",
-                 vlan: bool = False) -> None:
+                 vlan: bool = False, bounce: bool = False) -> None:
         self.ifindex = ifindex
         self.obj = libbpf.BpfObject(str(obj_path))
-        names = (program, "rxo_vlan") if vlan else (program,)
+        names: tuple[str, ...] = (program, "rxo_vlan") if vlan else (program,)
+        if bounce and "rxo_bounce" not in names:
+            names += ("rxo_bounce",)
         others = tuple(p for p in ("rxo_probe", "rxo_peer", "rxo_bounce", "rxo_vlan")
                        if p not in names)
         try:
             fds = self.obj.load_all(names, others)
+            self.fds = fds
+            self.program = program
             libbpf.xdp_attach(ifindex, fds[program])
             self.vlan_fd = -1
             if vlan:
@@ -224,6 +229,13 @@ class PeerProgram:
         except BaseException:
             self.obj.close()
             raise
+
+    def use(self, program: str) -> None:
+        """Attach ``program`` (one of those loaded) instead of the current one (the caller
+        is in the device's namespace)."""
+        if program != self.program:
+            libbpf.xdp_attach(self.ifindex, self.fds[program])
+            self.program = program
 
     def set_vlan(self, tag: tuple[int, int] | None) -> None:
         """Push (proto, tci) out of band on every frame sent from now on; None: no tag."""

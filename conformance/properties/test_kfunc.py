@@ -13,17 +13,19 @@ from conformance.scenario import Scenario
 COMPONENT = kfunc.COMPONENT
 
 
-@pytest.mark.rule("KFUNC-API-003", "KFUNC-API-004", "KFUNC-API-007", "KFUNC-CALL-001",
-                  "KFUNC-LOAD-001", "KFUNC-LOAD-003", "KFUNC-LOAD-004", "KFUNC-LOAD-005",
-                  "KFUNC-LOAD-006", "KFUNC-ATTACH-001", "KFUNC-ATTACH-002",
-                  "KFUNC-ATTACH-004", "KFUNC-ATTACH-005", "KFUNC-MAP-001", "KFUNC-MAP-002",
-                  "KFUNC-MAP-003", "KFUNC-MAP-004")
+@pytest.mark.rule("KFUNC-API-001", "KFUNC-API-002", "KFUNC-API-003", "KFUNC-API-004",
+                  "KFUNC-API-005", "KFUNC-API-007", "KFUNC-CALL-001", "KFUNC-LOAD-001",
+                  "KFUNC-LOAD-002", "KFUNC-LOAD-003", "KFUNC-LOAD-004", "KFUNC-LOAD-005",
+                  "KFUNC-LOAD-006", "KFUNC-LOAD-007", "KFUNC-ATTACH-001", "KFUNC-ATTACH-002",
+                  "KFUNC-ATTACH-003", "KFUNC-ATTACH-004", "KFUNC-ATTACH-005", "KFUNC-MAP-001",
+                  "KFUNC-MAP-002", "KFUNC-MAP-003", "KFUNC-MAP-004")
 @given(scenario=kfunc.scenarios())
 def test_kfunc_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)
 
 
-@pytest.mark.rule("KFUNC-API-003", "KFUNC-API-006", "KFUNC-CALL-001", "KFUNC-LOAD-006")
+@pytest.mark.rule("KFUNC-API-002", "KFUNC-API-003", "KFUNC-API-005", "KFUNC-API-006",
+                  "KFUNC-CALL-001", "KFUNC-LOAD-006")
 @given(scenario=kfunc.family_scenarios("calls"))
 def test_kfunc_every_call_branch(rx_target: TargetSession, scenario: Scenario) -> None:
     """Each kfunc alone and bound to a device with every member, some NULL, results 0 or
@@ -31,13 +33,13 @@ def test_kfunc_every_call_branch(rx_target: TargetSession, scenario: Scenario) -
     check(rx_target, scenario, COMPONENT)
 
 
-@pytest.mark.rule("KFUNC-LOAD-003", "KFUNC-LOAD-004", "KFUNC-LOAD-005", "KFUNC-ATTACH-001",
-                  "KFUNC-ATTACH-002", "KFUNC-ATTACH-003", "KFUNC-ATTACH-004",
-                  "KFUNC-ATTACH-005")
+@pytest.mark.rule("KFUNC-LOAD-001", "KFUNC-LOAD-002", "KFUNC-LOAD-003", "KFUNC-LOAD-004",
+                  "KFUNC-LOAD-005", "KFUNC-ATTACH-001", "KFUNC-ATTACH-002", "KFUNC-ATTACH-003",
+                  "KFUNC-ATTACH-004", "KFUNC-ATTACH-005")
 @given(scenario=kfunc.family_scenarios("modes"))
 def test_kfunc_every_binding_and_mode(rx_target: TargetSession, scenario: Scenario) -> None:
     """Every binding loaded, attached in every mode to a device without ndo_bpf, a native
-    and an offload device."""
+    and an offload device; each prog_flags bit loaded alone and bound-only."""
     check(rx_target, scenario, COMPONENT)
 
 

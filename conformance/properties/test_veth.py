@@ -17,7 +17,7 @@ COMPONENT = veth.COMPONENT
 
 @pytest.mark.rule("VETH-SKB-001", "VETH-SKB-002", "VETH-SKB-003", "VETH-KF-001", "VETH-KF-002",
                   "VETH-KF-003", "VETH-KF-004", "VETH-KF-006", "VETH-STAT-001", "VETH-STAT-002",
-                  "VETH-STAT-003")
+                  "VETH-STAT-003", "KFUNC-RSS-001", "KFUNC-RSS-002")
 @given(scenario=veth.scenarios())
 def test_veth_program_agrees_with_reference(rx_target: TargetSession,
                                             scenario: Scenario) -> None:
@@ -35,11 +35,12 @@ def test_veth_out_of_band_vlan_tag(rx_target: TargetSession, scenario: Scenario)
     check(rx_target, scenario, COMPONENT, mask=mask)
 
 
-@pytest.mark.rule("VETH-KF-005")
+@pytest.mark.rule("VETH-KF-002", "VETH-KF-005", "KFUNC-RSS-001", "KFUNC-RSS-002")
 @given(scenario=veth.flow_scenarios())
 def test_veth_rx_hash_is_a_flow_hash(rx_target: TargetSession, scenario: Scenario) -> None:
-    """Equal hashes exactly for the same flow in either direction."""
-    _check_hash_equalities(rx_target, scenario, ("VETH-KF-005",))
+    """Equal hashes exactly for the same flow in either direction (and, behind a non-zero
+    IPv6 flow label, whatever the ports); each an L4 hash typed ``XDP_RSS_L4`` alone."""
+    _check_hash_equalities(rx_target, scenario, ("VETH-KF-002", "VETH-KF-005"))
 
 
 @pytest.mark.rule("VETH-KF-005", "VETH-KF-007")
@@ -57,6 +58,23 @@ def test_veth_rx_hash_through_envelopes(rx_target: TargetSession, scenario: Scen
     """IP-in-IP, IPv6-in-IP and extension-header chains up to past the dissector's header
     limit: the hash follows the inner flow exactly as far as the walk goes."""
     _check_hash_equalities(rx_target, scenario, ("VETH-KF-002", "VETH-KF-005"))
+
+
+@pytest.mark.rule("VETH-FRAME-001", "VETH-STAT-002")
+@given(scenario=veth.frame_path_scenarios())
+def test_veth_xdp_frame_path(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Frames the peer's program sent back with XDP_TX: no skb, so every kfunc is
+    -ENODATA; the whole frame counts in xdp_bytes."""
+    check(rx_target, scenario, COMPONENT, mask=veth.unspecified(scenario))
+
+
+@pytest.mark.rule("VETH-MTU-001")
+@given(scenario=veth.attach_scenarios())
+def test_veth_attach_needs_the_peer_mtu_to_fit(rx_target: TargetSession,
+                                               scenario: Scenario) -> None:
+    """A program attaches only while the peer's MTU fits one page (or the frags' pages);
+    once attached, the peer's max_mtu is that limit."""
+    check(rx_target, scenario, COMPONENT)
 
 
 def _check_hash_equalities(rx_target: TargetSession, scenario: Scenario,

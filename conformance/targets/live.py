@@ -37,9 +37,10 @@ from conformance.targets.base import (
 MODELLED_DRIVERS = ("veth", "tun")
 #: What the veth component's live runs report: everything it predicts.
 VETH_REPORTS = ("packets[*].ops*", "packets[*].action", "packets[*].data", "packets[*].meta",
-                "packets[*].len", "counters.*")
-RQ_COUNTERS = tuple(f"rx_queue_0_{name}" for name in (
-    "xdp_packets", "xdp_bytes", "drops", "xdp_redirect", "xdp_drops", "xdp_tx", "xdp_tx_errors"))
+                "packets[*].len", "counters.*", "attach.*")
+RQ_COUNTERS = (*(f"rx_queue_0_{name}" for name in (
+    "xdp_packets", "xdp_bytes", "drops", "xdp_redirect", "xdp_drops", "xdp_tx", "xdp_tx_errors")),
+    "tx_queue_0_xdp_xmit", "tx_queue_0_xdp_xmit_errors")
 
 
 def parse_iface(spec: str) -> dict[str, str]:
@@ -103,9 +104,14 @@ class LiveTarget:
             return self._run_cpumap(scenario)
         if scenario.component != self.driver:
             raise NotApplicable(f"{self.name} runs {self.driver!r} scenarios only")
-        if scenario.config.get("path", "skb") != "skb" or not scenario.config.get(
-                "peer_xdp", True):
-            raise NotApplicable(f"{self.name}: only the skb path with a peer program")
+        path = scenario.config.get("path", "skb")
+        if path not in ("skb", "xdp_frame") or not scenario.config.get("peer_xdp", True):
+            raise NotApplicable(f"{self.name}: only the skb and xdp_frame paths with a peer "
+                                "program")
+        if path != "skb" and self.kind != "veth":
+            raise NotApplicable(f"{self.name}: the xdp_frame path needs the veth pair")
+        if scenario.config.get("attach") is not None:
+            return self._run_attach(scenario)
         frames = list(scenario.frames)
         oob = oob_tags(scenario) if self.driver == "veth" else [None] * len(frames)
         programs: list[Sequence[Mapping[str, Any]]] = [
@@ -113,6 +119,8 @@ class LiveTarget:
         packets: list[dict[str, Any]] = []
         totals = dict.fromkeys(RQ_COUNTERS, 0)
         try:
+            if self.kind == "veth":
+                self.device.set_path(path)
             for start in range(0, len(frames), MAX_PKTS):
                 batch = frames[start:start + MAX_PKTS]
                 progs = programs[start:start + MAX_PKTS]
@@ -143,6 +151,22 @@ class LiveTarget:
         if self.driver == "veth":
             observables["counters"] = totals
         return observables
+
+    def _run_attach(self, scenario: Scenario) -> dict[str, Any]:
+        """VETH-MTU-001 on the pair itself: the attach's errno and the peer's max_mtu."""
+        from conformance.components.veth import attach_config
+        from conformance.live.devices import VethPair
+        from conformance.live.probe import ProbeError
+
+        config = attach_config(scenario)
+        if not isinstance(self.device, VethPair) or config is None:
+            raise NotApplicable(f"{self.name}: attach scenarios need the veth target's pair")
+        try:
+            rc, max_mtu = self.device.attach_check(*config)
+        except (OSError, ProbeError) as exc:
+            raise TargetError(f"{self.name}: attach: {exc}", "crash") from exc
+        return {"packets": [], "counters": dict.fromkeys(RQ_COUNTERS, 0),
+                "attach": {"rc": rc, "peer_max_mtu": max_mtu}}
 
     def _settled(self, before: dict[str, int], sent: int) -> dict[str, int]:
         """Counters once the NAPI poll that handled the batch has published them
