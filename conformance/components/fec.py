@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from conformance.components import Component
+from conformance.components import Component, libblame
 from conformance.components.xdp import op_lists
 from conformance.readable import config_text, value_text
 from conformance.scenario import Scenario
@@ -309,6 +309,10 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     closed = "close" in ops
 
     def rules(path: str) -> tuple[str, ...]:
+        if path.startswith("packets[") and path.endswith("].skb.ip_summed"):
+            lib = _checksum_library_rules(scenario, packets, path)
+            if lib:
+                return ("FEC-RX-011", "FEC-DEV-004", *lib)
         if path.startswith("packets[") and path.endswith("].page"):
             index = int(path.removeprefix("packets[").partition("]")[0])
             if index < len(packets):
@@ -331,6 +335,21 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         return ()
 
     return rules
+
+
+def _checksum_library_rules(scenario: Scenario, packets: list[dict[str, Any]],
+                            path: str) -> tuple[str, ...]:
+    """An skb's ``ip_summed`` with the checksum accelerator on (FEC-RX-011 reads the ICE
+    and PCR bits FEC-DEV-004 wrote) rests on the shared parser and checksum code: the
+    frame's header walk, its IPv4 header check and its L4 verdict (libblame)."""
+    cfg = config_of(scenario)
+    if not (cfg.bufdesc_ex and cfg.rx_csum):
+        return ()
+    index = int(path.removeprefix("packets[").partition("]")[0])
+    frame = packets[index]["frame"] if index < len(packets) else None
+    if frame is None:
+        return ()
+    return libblame.frame_rules(bytes(scenario.frames[int(frame)])).checks
 
 
 def applied(scenario: Scenario) -> set[str]:
