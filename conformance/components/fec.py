@@ -353,10 +353,13 @@ def _checksum_library_rules(scenario: Scenario, packets: list[dict[str, Any]],
 
 
 def applied(scenario: Scenario) -> set[str]:
-    """The rule ids the reference applied to this scenario (its trace)."""
+    """The rule ids the reference applied to this scenario (its trace), with the checksum
+    accelerator's reading of each frame (libblame)."""
     trace = Trace()
     run(scenario, trace)
-    return set(trace.rules())
+    cfg = config_of(scenario)
+    lib = libblame.applied(scenario.frames) if cfg.bufdesc_ex and cfg.rx_csum else set()
+    return set(trace.rules()) | lib
 
 
 COMPONENT = Component(name="fec", expected=expected, field_rules=_FIELD_RULES,

@@ -109,3 +109,18 @@ def mlx5_cqe_rules(frame: bytes, field: str, *, csum_full: bool,
         return _unique(rules.walk + rules.ipv4_header
                        + (rules.verified if rules.tcp_or_udp else ()))
     return ()
+
+
+def applied(frames: tuple[bytes, ...], *, cqe: bool = False) -> set[str]:
+    """The library rules the reference applied to ``frames`` (a fixture's ``rules``): each
+    frame's walk, IPv4 header check and L4 verdict; with ``cqe``, what an mlx5 CQE reads
+    (:func:`mlx5_cqe_rules`: the sum of bytes, the verification of TCP and UDP only)."""
+    out: set[str] = set(SUM_OF_BYTES) if cqe and frames else set()
+    for frame in frames:
+        rules = frame_rules(bytes(frame))
+        if cqe:
+            out.update(rules.walk, rules.ipv4_header,
+                       rules.verified if rules.tcp_or_udp else ())
+        else:
+            out.update(rules.checks)
+    return out

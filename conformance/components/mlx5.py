@@ -183,7 +183,12 @@ def expected(scenario: Scenario) -> dict[str, Any]:
 def applied(scenario: Scenario) -> set[str]:
     trace = Trace()
     run(scenario, trace)
-    return set(trace.rules())
+    lib: set[str] = set()
+    if not (mlx5_ring.is_ring(scenario) or mlx5_ring.is_write(scenario)):
+        lib = libblame.applied(scenario.frames, cqe=True)  # what the device read
+        if scenario.config.get("csum_full"):
+            lib.add("CSUM-RX-001")
+    return set(trace.rules()) | lib
 
 
 _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (

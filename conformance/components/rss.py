@@ -148,7 +148,8 @@ def explain(scenario: Scenario) -> str:
 def applied(scenario: Scenario) -> set[str]:
     trace = Trace()
     expected(scenario, trace)
-    return set(trace.rules())
+    return set(trace.rules()) | {r for r in libblame.applied(scenario.frames)
+                                 if r.startswith("PKT-")}
 
 
 COMPONENT = Component(
