@@ -24,6 +24,7 @@ import enum
 
 from reference.errors import MalformedInput
 from reference.packet import ETH_HLEN, ETH_P_8021AD, ETH_P_8021Q, L3, L4, UDP_HLEN, PacketInfo
+from reference.trace import Trace
 
 _FrameBytes = bytes | bytearray | memoryview
 
@@ -121,13 +122,17 @@ def ip_compute_csum(data: _FrameBytes) -> int:
     return ~_ones16(data) & M16
 
 
-def ip_fast_csum(iph: _FrameBytes, ihl: int) -> int:
+def ip_fast_csum(iph: _FrameBytes, ihl: int, trace: Trace | None = None) -> int:
     """CSUM-008: checksum of an IPv4 header of ``ihl`` words; 0 means it is valid."""
     if len(iph) < ihl * 4:
         raise MalformedInput(
             "IPv4 header shorter than its IHL", field="ipv4.ihl", value=ihl, rule="CSUM-008"
         )
-    return ~_ones16(memoryview(iph)[: ihl * 4]) & M16
+    result = ~_ones16(memoryview(iph)[: ihl * 4]) & M16
+    if trace is not None:
+        trace.emit("CSUM-008", "IPv4 header checksum", good=result == 0)
+        trace.emit("CSUM-002", "one's-complement sum of the header's words")
+    return result
 
 
 def _addr(value: bytes, size: int, name: str, rule: str) -> bytes:
@@ -333,8 +338,20 @@ def _pseudo_fold(info: PacketInfo, length: int, proto: int, csum: int) -> int:
     return csum_ipv6_magic(info.src, info.dst, length, proto, csum)
 
 
-def l4_checksum_status(frame: _FrameBytes, info: PacketInfo) -> L4Csum:
-    """Check the L4 checksum of a parsed frame over the whole segment (CSUM-L4-001..005)."""
+def l4_checksum_status(frame: _FrameBytes, info: PacketInfo,
+                       trace: Trace | None = None) -> L4Csum:
+    """Check the L4 checksum of a parsed frame over the whole segment (CSUM-L4-001..005).
+
+    With a trace, the verdict's rule and the arithmetic that decided it are recorded
+    (TRACE-001): what the suite blames when a device's checksum verdict differs."""
+    status = _l4_status(frame, info)
+    if trace is not None:
+        explain_l4_check(trace, info, status)
+    return status
+
+
+def _l4_status(frame: _FrameBytes, info: PacketInfo) -> L4Csum:
+    """The verdict of :func:`l4_checksum_status` (CSUM-L4-001..005)."""
     l4 = info.l4
     if info.l3 is L3.NONE or info.is_fragment or l4 is L4.NONE or l4 is L4.OTHER:
         return L4Csum.NOT_APPLICABLE  # CSUM-L4-005
@@ -370,9 +387,53 @@ def l4_checksum_status(frame: _FrameBytes, info: PacketInfo) -> L4Csum:
     return L4Csum.GOOD if sctp_compute_cksum(seg) == stored else L4Csum.BAD
 
 
-def verify_l4_checksum(frame: _FrameBytes, info: PacketInfo) -> bool:
+def verify_l4_checksum(frame: _FrameBytes, info: PacketInfo,
+                       trace: Trace | None = None) -> bool:
     """CSUM-L4-006: may a device report this packet CHECKSUM_UNNECESSARY (csum_level 0)?"""
-    return l4_checksum_status(frame, info) in (L4Csum.GOOD, L4Csum.ZERO)
+    ok = l4_checksum_status(frame, info, trace) in (L4Csum.GOOD, L4Csum.ZERO)
+    if trace is not None:
+        trace.emit("CSUM-L4-006", "verified for CHECKSUM_UNNECESSARY", verified=ok)
+    return ok
+
+
+def explain_l4_check(trace: Trace, info: PacketInfo, status: L4Csum) -> None:
+    """TRACE-001: which rule decided an L4 verdict and the arithmetic it used: the TCP
+    (CSUM-L4-001), UDP (CSUM-L4-002), ICMP/ICMPv6 (CSUM-L4-003) and SCTP (CSUM-L4-004)
+    checks, or nothing to check (CSUM-L4-005).  Trace-only (``explain*`` is never
+    mutated: it decides nothing a target returns)."""
+    check = _L4_CHECK.get(info.l4.name)
+    if status is L4Csum.NOT_APPLICABLE or check is None:
+        trace.emit("CSUM-L4-005", "no L4 checksum to check", l4=info.l4.name,
+                   fragment=info.is_fragment)
+        return
+    rule, arithmetic = check
+    if status is L4Csum.MALFORMED or status is L4Csum.ZERO:
+        trace.emit(rule, "UDP length field outside 8..datagram, or a zero checksum",
+                   status=status.value)
+        return
+    trace.emit(rule, "L4 checksum checked", status=status.value)
+    for step in arithmetic[info.l3.name]:
+        trace.emit(step, _ARITHMETIC[step])
+
+
+#: Per L4 (by name): its check's rule and, per IP version, the arithmetic it uses.
+_ONES = ("CSUM-002", "CSUM-004", "CSUM-003")
+_L4_CHECK: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
+    "TCP": ("CSUM-L4-001", {"IPV4": ("CSUM-006", *_ONES), "IPV6": ("CSUM-007", *_ONES)}),
+    "UDP": ("CSUM-L4-002", {"IPV4": ("CSUM-006", *_ONES), "IPV6": ("CSUM-007", *_ONES)}),
+    "ICMP": ("CSUM-L4-003", {"IPV4": ("CSUM-008", "CSUM-002")}),
+    "ICMPV6": ("CSUM-L4-003", {"IPV6": ("CSUM-007", *_ONES)}),
+    "SCTP": ("CSUM-L4-004", {"IPV4": ("CSUM-009",), "IPV6": ("CSUM-009",)}),
+}
+_ARITHMETIC = {
+    "CSUM-002": "csum_partial: 16-bit one's-complement sum of the bytes",
+    "CSUM-003": "csum_fold of the sum",
+    "CSUM-004": "csum_add: end-around carry",
+    "CSUM-006": "IPv4 pseudo-header added",
+    "CSUM-007": "IPv6 pseudo-header added",
+    "CSUM-008": "ip_compute_csum: no pseudo-header",
+    "CSUM-009": "CRC32c with the checksum field zeroed, stored little-endian",
+}
 
 
 #: The protocols whose one's-complement checksum a COMPLETE value can check (CSUM-RX-002).

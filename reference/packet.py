@@ -177,6 +177,10 @@ _L4_MIN_LEN: dict[L4, int] = {
     L4.ICMPV6: ICMP_HLEN,
 }
 
+#: The rule of each upper-layer header, by name (the trace's record of which one was read).
+_L4_RULE = {"TCP": "PKT-L4-001", "UDP": "PKT-L4-002", "SCTP": "PKT-L4-003",
+            "ICMP": "PKT-L4-004", "ICMPV6": "PKT-L4-004"}
+
 _L4_FIELD: dict[L4, str] = {
     L4.TCP: "tcp.hdr",
     L4.UDP: "udp.hdr",
@@ -209,6 +213,8 @@ def parse(frame: _FrameBytes, trace: Trace | None = None) -> PacketInfo:
         raise _truncated("eth.hdr", 0, ETH_HLEN, n, "PKT-ETH-001")
     (ethertype,) = _U16.unpack_from(frame, 12)
     off = ETH_HLEN
+    if trace is not None:
+        trace.emit("PKT-ETH-001", "Ethernet header", ethertype=ethertype)
 
     # PKT-VLAN-001: step over every tag whose TPID is in VLAN_TPIDS, outermost first.
     vlans: tuple[VlanTag, ...] = ()
@@ -223,6 +229,8 @@ def parse(frame: _FrameBytes, trace: Trace | None = None) -> PacketInfo:
             off += VLAN_HLEN
         vlans = tuple(tags)
         emit(trace, "PKT-VLAN-001", "walked VLAN tags", depth=len(vlans), ethertype=ethertype)
+        if trace is not None and any(tag.tpid == ETH_P_QINQ1 for tag in vlans):
+            trace.emit("PKT-VLAN-002", "a 0x9100 tag walked like 0x8100")
 
     if ethertype == ETH_P_IP:
         return _parse_ipv4(frame, n, off, vlans, trace)
@@ -269,6 +277,12 @@ def _parse_ipv4(
     end = off + tot_len
     if end > n:
         raise _truncated("ipv4.tot_len", off, tot_len, n, "PKT-IP4-004")
+    if trace is not None:  # the header's facts every later reading rests on
+        trace.emit("PKT-IP4-001", "fixed IPv4 header: addresses, protocol", proto=proto)
+        trace.emit("PKT-IP4-002", "version 4, IHL of at least 5", ihl=ihl)
+        trace.emit("PKT-IP4-003", "header of IHL x 4 bytes", length=hlen, options=ihl > 5)
+        trace.emit("PKT-IP4-004", "datagram ends at its total length", end=end,
+                   padding=n - end)
 
     # PKT-IP4-005: ip_is_fragment() is MF or a non-zero offset.
     if frag_off & (IP_MF | IP_OFFSET):
@@ -305,6 +319,10 @@ def _parse_ipv6(
         end = off + IPV6_HLEN + plen
         if end > n:
             raise _truncated("ipv6.payload_len", off, IPV6_HLEN + plen, n, "PKT-IP6-002")
+    if trace is not None:
+        trace.emit("PKT-IP6-001", "fixed IPv6 header, version 6", nexthdr=nexthdr)
+        trace.emit("PKT-IP6-002", "datagram ends at its payload length", end=end,
+                   padding=n - end, jumbo=plen == 0 and nexthdr == NEXTHDR_HOP)
 
     # PKT-IP6-003..006: walk the extension headers ipv6_skip_exthdr() knows.
     cur = off + IPV6_HLEN
@@ -336,6 +354,8 @@ def _parse_ipv6(
         size = (hdrlen + 2) * 4 if proto == NEXTHDR_AUTH else (hdrlen + 1) * 8
         if cur + size > end:
             raise _truncated("ipv6.exthdr", cur, size, end, rule)
+        if trace is not None:
+            trace.emit(rule, "IPv6 extension header", nexthdr=proto, length=size)
         cur += size
         proto = nxt
 
@@ -344,6 +364,8 @@ def _parse_ipv6(
     if ext:
         emit(trace, "PKT-IP6-003", "walked IPv6 extension headers", length=hdr_len - IPV6_HLEN,
              nexthdr=proto)
+    if trace is not None:
+        trace.emit("PKT-IP6-004", "extension-header walk ended", nexthdr=proto)
     if proto == NEXTHDR_NONE:
         # PKT-IP6-004: No Next Header - nothing follows.
         return PacketInfo(
@@ -379,6 +401,8 @@ def _upper(
     l4 = _L4_OF_PROTO.get(proto, _L4_OTHER)
     if l4 is _L4_OTHER:
         # PKT-L4-005: another protocol (ESP, GRE, AH over IPv4, ...): only its offset.
+        if trace is not None:
+            trace.emit("PKT-L4-005", "other upper-layer protocol: offset only", proto=proto)
         return PacketInfo(
             n, vlans, ethertype, l3, l3_off, l3_len, options, ext, src, dst, proto,
             is_fragment, is_fragment, end, _L4_OTHER, l4_off, -1, -1,
@@ -413,6 +437,9 @@ def _upper(
             n, vlans, ethertype, l3, l3_off, l3_len, options, ext, src, dst, proto,
             True, True, end, _L4_NONE, -1, -1, -1,
         )
+    if trace is not None:  # which header was read, and that it ended inside the datagram
+        trace.emit(_L4_RULE[l4.name], "upper-layer header", l4=l4.name, length=need)
+        trace.emit("PKT-L4-006", "L4 header inside the datagram", end=l4_off + need)
     return PacketInfo(
         n, vlans, ethertype, l3, l3_off, l3_len, options, ext, src, dst, proto, is_fragment,
         is_fragment, end, l4, l4_off, sport, dport, need, itype, icode, 0,

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scapy.layers.inet import ICMP, IP, TCP, UDP, IPOption_NOP
 from scapy.layers.inet6 import ICMPv6EchoRequest, IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrHopByHop
-from scapy.layers.l2 import Dot1AD, Dot1Q, Ether
+from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
 from scapy.layers.sctp import SCTP
 from scapy.packet import Packet, Raw
 
@@ -53,6 +53,7 @@ from reference.checksum import (
 )
 from reference.errors import MalformedInput
 from reference.packet import L4, parse
+from reference.trace import Trace
 
 MACS = {"dst": "02:00:00:00:00:01", "src": "02:00:00:00:00:02"}
 u32 = st.integers(0, 0xFFFFFFFF)
@@ -551,3 +552,22 @@ def test_helpers_accept_whatever_parse_accepts(frame: bytes, data: st.DataObject
     accepted = complete_validates_l4(bytes(raw), info, complete_csum_of(bytes(raw)))
     if accepted and info.l4.name != "ICMP":
         assert status in (L4Csum.GOOD, L4Csum.ZERO)
+
+
+@pytest.mark.rule("CSUM-L4-001", "CSUM-L4-005", "CSUM-L4-006", "CSUM-006", "CSUM-008")
+def test_trace_names_the_rules_of_a_verdict() -> None:
+    """TRACE-001: a traced check records the rule that decided it and its arithmetic;
+    without a trace nothing is recorded and the verdict is the same."""
+    frame = bytes(Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / TCP() / b"x")
+    info = parse(frame)
+    trace = Trace()
+    assert verify_l4_checksum(frame, info, trace) == verify_l4_checksum(frame, info)
+    assert trace.rules() == ["CSUM-L4-001", "CSUM-006", "CSUM-002", "CSUM-004", "CSUM-003",
+                             "CSUM-L4-006"]
+    trace = Trace()
+    ip_fast_csum(frame[14:34], 5, trace)
+    assert trace.rules() == ["CSUM-008", "CSUM-002"]
+    arp = bytes(Ether() / ARP())
+    trace = Trace()
+    l4_checksum_status(arp, parse(arp), trace)
+    assert trace.rules() == ["CSUM-L4-005"]

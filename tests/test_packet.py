@@ -603,7 +603,12 @@ def test_trace_names_decisions() -> None:
     trace = Trace()
     frag = bytes([17, 0]) + struct.pack("!HI", 8 << 3, 1)
     parse(eth(0x8100, struct.pack("!HH", 5, ETH_P_IPV6) + ipv6(44, frag + udp())), trace)
-    assert trace.rules() == ["PKT-VLAN-001", "PKT-IP6-005"]
+    assert trace.rules() == ["PKT-ETH-001", "PKT-VLAN-001", "PKT-IP6-001", "PKT-IP6-002",
+                             "PKT-IP6-005"]
+    trace = Trace()
+    parse(eth(ETH_P_IP, ipv4(17, udp())), trace)
+    assert trace.rules() == ["PKT-ETH-001", "PKT-IP4-001", "PKT-IP4-002", "PKT-IP4-003",
+                             "PKT-IP4-004", "PKT-L4-002", "PKT-L4-006"]
     assert parse(eth(ETH_P_IP, ipv4(17, udp()))).l4 is L4.UDP  # no trace: nothing recorded
 
 

@@ -36,7 +36,7 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from conformance.components import Component
+from conformance.components import Component, libblame
 from conformance.components.xdp import op_lists
 from conformance.readable import config_text, value_text
 from conformance.scenario import Scenario
@@ -368,6 +368,10 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         return tuple(r for r in wants if r in made)
 
     def rules(path: str) -> tuple[str, ...]:
+        if path.startswith("packets[") and path.endswith("].skb.ip_summed"):
+            lib = _checksum_library_rules(scenario, packets, path)
+            if lib:
+                return ("FEC-RX-011", "FEC-DEV-004", *lib)
         if path.startswith("packets["):
             index = int(path.removeprefix("packets[").partition("]")[0])
             field = path.partition("].")[2]
@@ -413,11 +417,29 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     return rules
 
 
+def _checksum_library_rules(scenario: Scenario, packets: list[dict[str, Any]],
+                            path: str) -> tuple[str, ...]:
+    """An skb's ``ip_summed`` with the checksum accelerator on (FEC-RX-011 reads the ICE
+    and PCR bits FEC-DEV-004 wrote) rests on the shared parser and checksum code: the
+    frame's header walk, its IPv4 header check and its L4 verdict (libblame)."""
+    cfg = config_of(scenario)
+    if not (cfg.bufdesc_ex and cfg.rx_csum):
+        return ()
+    index = int(path.removeprefix("packets[").partition("]")[0])
+    frame = packets[index]["frame"] if index < len(packets) else None
+    if frame is None:
+        return ()
+    return libblame.frame_rules(bytes(scenario.frames[int(frame)])).checks
+
+
 def applied(scenario: Scenario) -> set[str]:
-    """The rule ids the reference applied to this scenario (its trace)."""
+    """The rule ids the reference applied to this scenario (its trace), with the checksum
+    accelerator's reading of each frame (libblame)."""
     trace = Trace()
     run(scenario, trace)
-    return set(trace.rules())
+    cfg = config_of(scenario)
+    lib = libblame.applied(scenario.frames) if cfg.bufdesc_ex and cfg.rx_csum else set()
+    return set(trace.rules()) | lib
 
 
 COMPONENT = Component(name="fec", expected=expected, field_rules=_FIELD_RULES,

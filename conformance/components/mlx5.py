@@ -37,12 +37,12 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 from scapy.layers.inet import ICMP, IP, TCP, UDP, IPOption_NOP
-from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrHopByHop
+from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop
 from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
 from scapy.layers.sctp import SCTP
 from scapy.packet import Packet, Raw
 
-from conformance.components import Component, kernel_of, mlx5_ring, require
+from conformance.components import Component, kernel_of, libblame, mlx5_ring, require
 from conformance.readable import kfunc_result_text, value_text
 from conformance.scenario import Scenario
 from conformance.strategies.frames import udp_length_frames
@@ -184,7 +184,12 @@ def expected(scenario: Scenario) -> dict[str, Any]:
 def applied(scenario: Scenario) -> set[str]:
     trace = Trace()
     run(scenario, trace)
-    return set(trace.rules())
+    lib: set[str] = set()
+    if not (mlx5_ring.is_ring(scenario) or mlx5_ring.is_write(scenario)):
+        lib = libblame.applied(scenario.frames, cqe=True)  # what the device read
+        if scenario.config.get("csum_full"):
+            lib.add("CSUM-RX-001")
+    return set(trace.rules()) | lib
 
 
 _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -299,8 +304,11 @@ def _cq_attribution(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
             return ("MLX5-DEV-011",)
         if comp.error:
             return ("MLX5-DEV-012",) if striding else ("MLX5-DEV-009",)
+        # What the device read through the shared parser and checksum code (libblame).
+        lib = libblame.mlx5_cqe_rules(scenario.frames[comp.frame], field,
+                                      csum_full=cfg.csum_full, vlan_strip=cfg.vlan_strip)
         if field == "check_sum" and cfg.csum_full:
-            return ("MLX5-DEV-014",)
+            return ("MLX5-DEV-014", *lib)
         extra: tuple[str, ...] = ()
         if field in _CQE_ENCODING:
             extra += (_CQE_ENCODING[field],)
@@ -310,6 +318,7 @@ def _cq_attribution(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
             extra += ("MLX5-CQ-008",)
         if mode is Compression.BASIC and field == "op_own":
             extra += ("MLX5-CQ-009",)
+        extra += lib
         return (*COMPONENT.rules_for(f"packets[{index}].{field}"), *extra) if extra else ()
 
     def rules(path: str) -> tuple[str, ...]:
@@ -473,7 +482,7 @@ def frames(draw: st.DrawFn) -> bytes:
     """A few flows (so runs form and break), varied sizes, some tagged; one in eight of
     the kinds the CQE's header fields tell apart (MLX5-DEV-003, MLX5-DEV-005): ARP, IPv4
     with options, first and later IPv4 fragments, IPv6 with extension headers or no next
-    header."""
+    header, a first IPv6 fragment."""
     if draw(st.integers(0, 7)) == 0:
         return bytes(_eth() / draw(st.sampled_from(_ODD_L3)))
     flow = draw(st.integers(0, 3))
@@ -495,6 +504,9 @@ _ODD_L3: tuple[Packet, ...] = (
     IPv6(src="fd00::5", dst="fd00::9") / IPv6ExtHdrHopByHop() / IPv6ExtHdrDestOpt()
     / UDP(sport=5, dport=53) / Raw(b"x" * 30),
     IPv6(src="fd00::5", dst="fd00::9", nh=59) / Raw(b"n" * 20),
+    # A first IPv6 fragment (PKT-IP6-005): a fragment, so no L4 type, whole UDP header.
+    IPv6(src="fd00::5", dst="fd00::9") / IPv6ExtHdrFragment(offset=0, m=1)
+    / UDP(sport=5, dport=53) / Raw(b"h" * 24),
 )
 
 

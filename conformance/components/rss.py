@@ -18,11 +18,12 @@ import attrs
 from hypothesis import strategies as st
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop
-from scapy.layers.l2 import Ether
+from scapy.layers.ipsec import AH
+from scapy.layers.l2 import Dot1Q, Ether
 from scapy.layers.sctp import SCTP
 from scapy.packet import Packet, Raw
 
-from conformance.components import Component
+from conformance.components import Component, libblame
 from conformance.readable import rss_type_name, value_text
 from conformance.scenario import Scenario
 from conformance.strategies import ip_frames, rss_keys
@@ -75,9 +76,25 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         index, _, field = path.removeprefix("packets[").partition("].")
         if not index.isdigit() or int(index) >= len(infos):
             return ()
-        return _rules_for_field(infos[int(index)], config, field, defaults)
+        found = _rules_for_field(infos[int(index)], config, field, defaults)
+        if field == "hash" and found[0] in ("RSS-IN-002", "RSS-XFRM-002", "RSS-IN-004"):
+            return (*found, *_parsed_input(scenario.frames[int(index)], infos[int(index)],
+                                           config))
+        return found
 
     return rules
+
+
+def _parsed_input(frame: bytes, info: packet.PacketInfo,
+                  config: rss.RssConfig) -> tuple[str, ...]:
+    """The header walk behind a hash input (libblame): the addresses and ports RSS-IN-002
+    hashes, or the walk that found nothing to hash (RSS-IN-004 of a frame with no flow
+    type).  A fragment's hash is RSS-IN-003's choice of the address pair, and an unhashed
+    flow type the configuration's: no walk is named for them."""
+    flow_type = rss.flow_type_of(info)
+    if info.is_fragment or (flow_type is not None and not config.fields_for(flow_type)):
+        return ()
+    return libblame.frame_rules(bytes(frame)).walk
 
 
 def _rules_for_field(info: packet.PacketInfo, config: rss.RssConfig, field: str,
@@ -131,7 +148,8 @@ def explain(scenario: Scenario) -> str:
 def applied(scenario: Scenario) -> set[str]:
     trace = Trace()
     expected(scenario, trace)
-    return set(trace.rules())
+    return set(trace.rules()) | {r for r in libblame.applied(scenario.frames)
+                                 if r.startswith("PKT-")}
 
 
 COMPONENT = Component(
@@ -152,7 +170,9 @@ COMPONENT = Component(
 def boundary_frames(draw: st.DrawFn) -> bytes:
     """Frames at the edges of what RSS reads (RSS-IN-001..004): ports 0 and 65535 of
     each L4, an IPv4 fragment at offset 1 (8 bytes) and at the last offset, IPv6 behind
-    extension headers, IPv6 with no next header, an IPv6 fragment at offset 1."""
+    extension headers, IPv6 with no next header, an IPv6 fragment at offset 1; and the
+    parser's own choices (libblame): a 0x9100 outer tag walked like 0x8100 (PKT-VLAN-002),
+    an IPv6 AH walked as an extension header (PKT-IP6-006)."""
     sport, dport = draw(st.sampled_from([(0, 65535), (65535, 0), (65535, 65535), (1, 0)]))
     l4: Packet = draw(st.sampled_from([TCP(sport=sport, dport=dport, flags="A"),
                                         UDP(sport=sport, dport=dport),
@@ -160,7 +180,10 @@ def boundary_frames(draw: st.DrawFn) -> bytes:
     v4 = IP(src="192.0.2.1", dst="198.51.100.7")
     v6 = IPv6(src="2001:db8::1", dst="2001:db8::7")
     kind = draw(st.sampled_from(["v4", "v6", "v6ext", "frag1", "fraglast", "v6none",
-                                 "v6frag1"]))
+                                 "v6frag1", "qinq", "v6ah"]))
+    # AH's length counts 4-byte words minus 2: 12 header bytes and a 12-byte ICV are 4.
+    ah = AH(nh={TCP: 6, UDP: 17, SCTP: 132}[type(l4)], payloadlen=4, spi=0x100, seq=1,
+            icv=b"\0" * 12)
     l3: Packet = {
         "v4": v4 / l4,
         "v6": v6 / l4,
@@ -170,8 +193,13 @@ def boundary_frames(draw: st.DrawFn) -> bytes:
         / Raw(b"y" * 8),
         "v6none": IPv6(src="2001:db8::1", dst="2001:db8::7", nh=59) / Raw(b"z" * 8),
         "v6frag1": v6 / IPv6ExtHdrFragment(offset=1, nh=17) / Raw(b"w" * 16),
+        "qinq": Dot1Q(prio=3, vlan=5) / v4 / l4,
+        "v6ah": IPv6(src="2001:db8::1", dst="2001:db8::7", nh=51) / ah / l4,
     }[kind]
-    return bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / l3)
+    eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    if kind == "qinq":
+        eth.type = 0x9100  # ETH_P_QINQ1
+    return bytes(eth / l3)
 
 
 _PORT_FLOWS = (rss.TCP_V4_FLOW, rss.UDP_V4_FLOW, rss.SCTP_V4_FLOW, rss.TCP_V6_FLOW,

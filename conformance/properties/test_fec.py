@@ -26,6 +26,15 @@ COMPONENT = fec.COMPONENT
                   "FEC-RX-013", "FEC-RX-016", "FEC-XDP-007", "FEC-TX-001", "FEC-TX-002",
                   "FEC-TX-006", "FEC-TX-007", "FEC-STATS-001", "FEC-RX-017",
                   "FEC-BD-001", "FEC-BD-002", "FEC-BD-003", "FEC-BD-004", "FEC-BD-006")
+# The shared parser and checksum code, blamed through the reference's trace (libblame).
+@pytest.mark.rule("PKT-ETH-001", "PKT-ETH-002", "PKT-VLAN-001", "PKT-VLAN-002", "PKT-IP4-001",
+                  "PKT-IP4-002", "PKT-IP4-003", "PKT-IP4-004", "PKT-IP4-005", "PKT-IP6-001",
+                  "PKT-IP6-002", "PKT-IP6-003", "PKT-IP6-004", "PKT-IP6-005", "PKT-IP6-006",
+                  "PKT-L4-001", "PKT-L4-002", "PKT-L4-003", "PKT-L4-004", "PKT-L4-005",
+                  "PKT-L4-006",
+                  "CSUM-002", "CSUM-003", "CSUM-004", "CSUM-006", "CSUM-007", "CSUM-008",
+                  "CSUM-009", "CSUM-L4-001", "CSUM-L4-002", "CSUM-L4-003", "CSUM-L4-004",
+                  "CSUM-L4-005")
 @given(scenario=fec.scenarios())
 def test_fec_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)
@@ -57,6 +66,15 @@ def test_fec_drop_sync_covers_the_longer_length(rx_target: TargetSession,
 
 @pytest.mark.rule("FEC-RX-005", "FEC-XDP-001", "FEC-XDP-005", "FEC-TX-003", "FEC-STATS-002",
                   "FEC-STATS-003", "FEC-STATS-004", "FEC-RX-018")
+# The shared parser and checksum code, blamed through the reference's trace (libblame).
+@pytest.mark.rule("PKT-ETH-001", "PKT-ETH-002", "PKT-VLAN-001", "PKT-VLAN-002", "PKT-IP4-001",
+                  "PKT-IP4-002", "PKT-IP4-003", "PKT-IP4-004", "PKT-IP4-005", "PKT-IP6-001",
+                  "PKT-IP6-002", "PKT-IP6-003", "PKT-IP6-004", "PKT-IP6-005", "PKT-IP6-006",
+                  "PKT-L4-001", "PKT-L4-002", "PKT-L4-003", "PKT-L4-004", "PKT-L4-005",
+                  "PKT-L4-006",
+                  "CSUM-002", "CSUM-003", "CSUM-004", "CSUM-006", "CSUM-007", "CSUM-008",
+                  "CSUM-009", "CSUM-L4-001", "CSUM-L4-002", "CSUM-L4-003", "CSUM-L4-004",
+                  "CSUM-L4-005")
 @given(data=st.data())
 def test_fec_board_agrees_with_reference(rx_target: TargetSession, data: st.DataObject) -> None:
     """One SoC's scenarios (:func:`fec.board_scenarios`): the board a target bound to a

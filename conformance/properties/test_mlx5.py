@@ -22,6 +22,14 @@ COMPONENT = mlx5.COMPONENT
                   "MLX5-COMP-003", "MLX5-COMP-004", "MLX5-CQ-001", "MLX5-CQ-002", "MLX5-CQ-008",
                   "MLX5-CQ-009", "MLX5-CQE-003", "MLX5-CQE-005", "MLX5-CQE-006",
                   "MLX5-CQE-007", "MLX5-CQE-008")
+# The shared parser and checksum code, blamed through the reference's trace (libblame).
+@pytest.mark.rule("PKT-ETH-001", "PKT-ETH-002", "PKT-VLAN-001", "PKT-VLAN-002", "PKT-IP4-001",
+                  "PKT-IP4-002", "PKT-IP4-003", "PKT-IP4-004", "PKT-IP4-005", "PKT-IP6-001",
+                  "PKT-IP6-002", "PKT-IP6-003", "PKT-IP6-004", "PKT-IP6-005", "PKT-IP6-006",
+                  "PKT-L4-001", "PKT-L4-002", "PKT-L4-003", "PKT-L4-004", "PKT-L4-005",
+                  "PKT-L4-006",
+                  "CSUM-001", "CSUM-002", "CSUM-003", "CSUM-004", "CSUM-006", "CSUM-007",
+                  "CSUM-008", "CSUM-L4-001", "CSUM-L4-002", "CSUM-L4-006")
 @given(scenario=mlx5.cq_scenarios())
 def test_mlx5_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)
@@ -54,6 +62,14 @@ def test_mlx5_rx_hash_on_compressed_sessions(rx_target: TargetSession,
                   "MLX5-CSUM-005", "MLX5-CSUM-006", "MLX5-CSUM-007", "MLX5-CSUM-008",
                   "MLX5-CSUM-009", "MLX5-CSUM-010", "MLX5-SKB-001", "MLX5-SKB-002",
                   "MLX5-SKB-003", "MLX5-SKB-004", "MLX5-SKB-005", "MLX5-DEV-014")
+# The shared parser and checksum code, blamed through the reference's trace (libblame).
+@pytest.mark.rule("PKT-ETH-001", "PKT-ETH-002", "PKT-VLAN-001", "PKT-VLAN-002", "PKT-IP4-001",
+                  "PKT-IP4-002", "PKT-IP4-003", "PKT-IP4-004", "PKT-IP4-005", "PKT-IP6-001",
+                  "PKT-IP6-002", "PKT-IP6-003", "PKT-IP6-004", "PKT-IP6-005", "PKT-IP6-006",
+                  "PKT-L4-001", "PKT-L4-002", "PKT-L4-003", "PKT-L4-004", "PKT-L4-005",
+                  "PKT-L4-006",
+                  "CSUM-001", "CSUM-002", "CSUM-003", "CSUM-004", "CSUM-006", "CSUM-007",
+                  "CSUM-008", "CSUM-L4-001", "CSUM-L4-002", "CSUM-L4-006", "CSUM-RX-001")
 @given(scenario=mlx5.csum_scenarios())
 def test_mlx5_skb_checksum_and_metadata(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)

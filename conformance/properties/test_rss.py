@@ -24,6 +24,12 @@ COMPONENT = rss_component.COMPONENT
 @pytest.mark.rule("RSS-IN-001", "RSS-IN-002", "RSS-IN-003", "RSS-IN-004", "RSS-TOEP-001",
                   "RSS-TYPE-001", "RSS-RETA-004", "RSS-RETA-005", "RSS-XFRM-002",
                   "RSS-CFG-001", "RSS-CFG-003", "RSS-CFG-004")
+# The shared parser and checksum code, blamed through the reference's trace (libblame).
+@pytest.mark.rule("PKT-ETH-001", "PKT-ETH-002", "PKT-VLAN-001", "PKT-VLAN-002", "PKT-IP4-001",
+                  "PKT-IP4-002", "PKT-IP4-003", "PKT-IP4-004", "PKT-IP4-005", "PKT-IP6-001",
+                  "PKT-IP6-002", "PKT-IP6-003", "PKT-IP6-004", "PKT-IP6-005", "PKT-IP6-006",
+                  "PKT-L4-001", "PKT-L4-002", "PKT-L4-003", "PKT-L4-004", "PKT-L4-005",
+                  "PKT-L4-006")
 @given(scenario=rss_component.scenarios())
 def test_rss_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)
