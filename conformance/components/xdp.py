@@ -559,6 +559,7 @@ def rxq_ops(draw: st.DrawFn) -> list[dict[str, Any]]:
     queue, an unsupported type, page_pool without an allocator or not compiled in."""
     family = draw(st.sampled_from(["reregister", "unreg", "unused", "no_dev", "model_first",
                                    "model", "random"]))
+    event(f"xdp: queue set-up {family}")
     mem_type = draw(st.sampled_from(_REG_MEM_TYPES))
     model: dict[str, Any] = {"op": "reg_mem_model", "mem_type": mem_type}
     if mem_type == MemType.MEM_TYPE_PAGE_POOL and draw(st.integers(0, 2)) == 0:
@@ -677,7 +678,75 @@ def scenarios(draw: st.DrawFn, family: str = "mixed") -> Scenario:
         delta = -(in_frags + draw(st.sampled_from([0, 1, 2])))
         per_packet[0] = ({"op": "adjust_tail", "delta": delta}, {"op": "get_buff_len"},
                          *draw(op_lists()))
+    program = draw(op_lists())
+    if returns and draw(st.integers(0, 3)):
+        # Mostly frames that leave as xdp_frames, so their pages come back through the
+        # frame returns (and fill the bulk queue); some dropped.
+        program = [op for op in program if op["op"] != "return"]
+        program.append({"op": "return", "action": draw(st.sampled_from([3, 4, 1]))})
     return Scenario(component="xdp", config=config, frames=tuple(frames),
-                    program=tuple(draw(op_lists())), per_packet_programs=per_packet,
+                    program=tuple(program), per_packet_programs=per_packet,
                     rules=("XDP-ADJ-002", "XDP-ADJ-005", "XDP-ADJ-006", "XDP-FRAME-002",
                            "XDP-ACT-002", "XDP-PROG-002"))
+
+
+# --- fixed scenarios: every queue set-up and every way back, each once -------------------
+
+_POOL_MODEL: dict[str, Any] = {"op": "reg_mem_model", "mem_type": 2}
+
+#: Queue set-ups a driver may get wrong, each reached once whatever hypothesis draws
+#: (XDP-MEM-005, XDP-MEM-006).
+QUEUE_SETUPS: tuple[tuple[dict[str, Any], ...], ...] = (
+    ({"op": "reg"}, _POOL_MODEL, {"op": "reg"}, _POOL_MODEL),
+    ({"op": "reg"}, _POOL_MODEL, {"op": "unreg"}),
+    ({"op": "reg"}, _POOL_MODEL, {"op": "unreg"}, {"op": "reg"},
+     {"op": "reg_mem_model", "mem_type": 1}),
+    ({"op": "reg"}, _POOL_MODEL, {"op": "unreg"}, {"op": "unreg"}),
+    ({"op": "reg"}, {"op": "reg_mem_model", "mem_type": 1}, {"op": "reg"}),
+    ({"op": "unused"}, {"op": "reg"}, _POOL_MODEL),
+    ({"op": "unused"}, {"op": "unreg"}),
+    ({"op": "reg", "dev": False}, _POOL_MODEL),
+    (_POOL_MODEL, {"op": "reg"}, _POOL_MODEL),
+    ({"op": "reg"}, {"op": "reg_mem_model", "mem_type": 4}),
+    ({"op": "reg"}, {"op": "reg_mem_model", "mem_type": 2**32 - 1}),
+    ({"op": "reg"}, {"op": "reg_mem_model", "mem_type": 2, "allocator": False}),
+    ({"op": "reg"}, {"op": "reg_mem_model", "mem_type": 2, "page_pool": False}),
+    ({"op": "reg"}, {"op": "reg_mem_model", "mem_type": 0, "allocator": False}),
+    ({"op": "reg"}, {"op": "reg_mem_model", "mem_type": 3, "allocator": False}),
+    ({"op": "reg", "frag_size": 64}, {"op": "reg_mem_model", "mem_type": 0}),
+)
+
+
+def _fixed(config: dict[str, Any]) -> Scenario:
+    """A short frame dropped, and a 300-byte one in 128-byte frags whose last frag the
+    program releases (then grows the new last one by one byte) before XDP_TX: its pages
+    go back through every path the queue's memory type decides."""
+    frames = (bytes(range(64)), bytes(i % 251 for i in range(300)))
+    program = ({"op": "adjust_tail", "delta": -44}, {"op": "adjust_tail", "delta": 1},
+               {"op": "get_buff_len"}, {"op": "return", "action": 3})
+    return Scenario(component="xdp", config={"frag_size": 128, "linear_max": 128,
+                                             "drop_return": True, **config},
+                    frames=frames, program=program,
+                    per_packet_programs={0: ({"op": "return", "action": 1},)},
+                    rules=("XDP-MEM-005", "XDP-MEM-006", "XDP-FRAME-007", "XDP-MEM-004"))
+
+
+def queue_setup_scenarios() -> list[Scenario]:
+    return [_fixed({"rxq_ops": list(ops), "frame_return": "xdp_return_frame"})
+            for ops in QUEUE_SETUPS]
+
+
+def return_scenarios() -> list[Scenario]:
+    """Each frame return on each memory type, with a pfmemalloc frag and a split page;
+    the bulk queue also with frames of 128-byte frags enough to fill it (XDP-MEM-004)."""
+    out = []
+    for how in ("xdp_return_frame", "xdp_return_frame_rx_napi", "xdp_return_frame_bulk"):
+        for mem_type in (0, 1, 2, 3):
+            out.append(_fixed({"mem_type": mem_type, "frame_return": how, "pfmemalloc": [0],
+                               "page_offset": 2048}))
+    many = tuple(bytes(i % 253 for i in range(n)) for n in (1500, 1400, 900, 64))
+    out.append(Scenario(component="xdp", config={"frag_size": 128, "linear_max": 100,
+                                                 "frame_return": "xdp_return_frame_bulk"},
+                        frames=many, program=({"op": "return", "action": 4},),
+                        rules=("XDP-MEM-004",)))
+    return out

@@ -58,3 +58,19 @@ def test_xdp_pages_given_back_agree_with_reference(rx_target: TargetSession,
     through the bulk queue (XDP-FRAME-007, XDP-MEM-004), dropped buffers
     (XDP-MEM-003), pfmemalloc frags and a missing tailroom on the way."""
     check(rx_target, scenario, COMPONENT)
+
+
+@pytest.mark.rule("XDP-MEM-005", "XDP-MEM-006", "XDP-MEM-002", "XDP-FRAME-007",
+                  "XDP-MEM-003", "XDP-ADJ-008")
+@pytest.mark.parametrize("scenario", xdp.queue_setup_scenarios())
+def test_xdp_each_queue_setup(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Every queue set-up, right or wrong, once (a derandomized draw reaches some rarely)."""
+    check(rx_target, scenario, COMPONENT)
+
+
+@pytest.mark.rule("XDP-FRAME-007", "XDP-MEM-004", "XDP-MEM-003", "XDP-MEM-002",
+                  "XDP-FRAME-005", "XDP-FRAME-006", "XDP-BUFF-006", "XDP-FRAME-004")
+@pytest.mark.parametrize("scenario", xdp.return_scenarios())
+def test_xdp_each_way_back(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Every frame return on every memory type once, and a bulk queue filled past 16."""
+    check(rx_target, scenario, COMPONENT)
