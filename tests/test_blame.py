@@ -72,8 +72,6 @@ KNOWN_GAPS: dict[str, str] = {
         "FEC-DEV-003", "FEC-DEV-004", "FEC-DEV-006", "FEC-DEV-007", "FEC-DEV-008",
         "FEC-RX-001", "FEC-XDP-006", "CPUMAP-ENQ-004", "PP-DESTROY-002",
         "PP-DESTROY-006", "PP-FRAG-005", "PP-NUMA-002", "PP-RECYCLE-002")},
-    "XDP-ADJ-004": _GATED,  # -ENOTSUPP needs tun before c2315ebb0588 (TUN-BUF-001)
-    "XDP-ADJ-008": _GATED,  # the frag-tailroom modulo form (6.12.y >= 85, 6.18+)
     "MLX5-CSUM-002": "mlx5: the device model writes no LRO completions (lro_num_seg is "
                      "always 0), so no scenario reaches the LRO branch",
     **{r: _LIB for r in (
@@ -89,11 +87,7 @@ KNOWN_GAPS: dict[str, str] = {
     **{r: _XDP for r in (
         "KFUNC-API-001", "KFUNC-API-002", "KFUNC-API-005", "KFUNC-API-006",
         "KFUNC-ATTACH-003", "KFUNC-LOAD-002", "KFUNC-LOAD-006", "KFUNC-LOAD-007",
-        "KFUNC-RSS-001", "KFUNC-RSS-002", "KFUNC-RSS-003", "VETH-FRAME-001", "VETH-MTU-001",
-        "XDP-ACT-001", "XDP-ACT-003", "XDP-ADJ-001", "XDP-BUFF-001", "XDP-BUFF-002",
-        "XDP-BUFF-003", "XDP-BUFF-004", "XDP-BUFF-005", "XDP-BUFF-006", "XDP-FRAME-001",
-        "XDP-FRAME-003", "XDP-FRAME-004", "XDP-FRAME-005", "XDP-FRAME-006", "XDP-FRAME-007",
-        "XDP-MEM-001", "XDP-MEM-003", "XDP-MEM-004")},
+        "KFUNC-RSS-001", "KFUNC-RSS-002", "KFUNC-RSS-003", "VETH-FRAME-001", "VETH-MTU-001")},
 }
 
 

@@ -165,7 +165,11 @@ def _setup(scenario: Scenario, frame: bytes, trace: Trace | None = None
     released: list[MemReturn] = []
     # XDP-BUFF-007: consecutive pieces of one page coalesce into the previous frag.
     # XSK frags never coalesce (xsk_buff_add_frag passes try_coalesce false).
+    # (xsk_buff_add_frag calls __xdp_buff_add_frag with try_coalesce false; its frags
+    # are umem, user memory, never pfmemalloc.)
     xsk = rxq.mem.type == MemType.MEM_TYPE_XSK_BUFF_POOL
+    if xsk:
+        pfmemalloc = set()
     shared = Page.zeroed(len(rest), pfmemalloc=0 in pfmemalloc) if coalesce else None
     offset = 0
     index = 0
@@ -426,8 +430,11 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         decisive = [r for r in op_rules if r != "XDP-ADJ-001"]
         program = scenario.program_for(index) or PASS_PROGRAM
         op = program[op_index] if op_index < len(program) else {}
-        if "delta" in op and s32(int(op["delta"])) != int(op["delta"]):
-            # The offset the helper saw is the register truncated to an int.
+        if "delta" in op and (s32(int(op["delta"])) != int(op["delta"]) or (
+                op["op"] == "adjust_tail" and int(op["delta"]) == -(2**31)
+                and "XDP-ADJ-007" in op_rules)):
+            # The offset the helper saw is an int: the register truncated, or INT_MIN,
+            # whose negation in the frags shrink path stays negative.
             return ("XDP-ADJ-001", *decisive[-1:])
         records = packet.observed["ops"]
         record = records[op_index] if op_index < len(records) else {}
@@ -719,10 +726,13 @@ QUEUE_SETUPS: tuple[tuple[dict[str, Any], ...], ...] = (
 
 def _fixed(config: dict[str, Any]) -> Scenario:
     """A short frame dropped, and a 300-byte one in 128-byte frags whose last frag the
-    program releases (then grows the new last one by one byte) before XDP_TX: its pages
+    program releases (after an INT_MIN shrink that takes nothing; then it grows the new
+    last one by one byte) before XDP_TX: its pages
     go back through every path the queue's memory type decides."""
     frames = (bytes(range(64)), bytes(i % 251 for i in range(300)))
-    program = ({"op": "adjust_tail", "delta": -44}, {"op": "adjust_tail", "delta": 1},
+    # INT_MIN first: negated in int it stays negative, the shrink takes nothing (XDP-ADJ-001).
+    program = ({"op": "adjust_tail", "delta": -(2**31)}, {"op": "adjust_tail", "delta": -44},
+               {"op": "adjust_tail", "delta": 1},
                {"op": "get_buff_len"}, {"op": "return", "action": 3})
     return Scenario(component="xdp", config={"frag_size": 128, "linear_max": 128,
                                              "drop_return": True, **config},
