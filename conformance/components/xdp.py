@@ -221,7 +221,7 @@ def _run_packet(scenario: Scenario, index: int, bulk: XdpFrameBulk | None,
     ops = scenario.program_for(index) or PASS_PROGRAM
     metadata_ops = _ops(scenario.config["ops"]) if "ops" in scenario.config else None
     run = prog.run_program(ops, xdp, metadata_ops=metadata_ops, released=released,
-                           kernel=semantics_of(scenario), trace=trace)
+                           kernel=semantics_of(scenario), warns=warns, trace=trace)
     flags = xdp.flags
     frame_obs: dict[str, Any] | None = None
     xmit_failed = False
@@ -238,6 +238,7 @@ def _run_packet(scenario: Scenario, index: int, bulk: XdpFrameBulk | None,
             xmit_failed = True
             frame_obs = {"rc": -errno.ENOSPC, "headroom": None, "metasize": None, "len": None,
                          "mem_type": None, "frame_sz": None, "flags": None,
+                         "data": None, "meta": None,
                          "frame_len": None, "back_headroom": None, "back_len": None}
         else:
             # What the remote end of a redirect (cpumap, devmap) reads back (XDP-FRAME-006).
@@ -246,6 +247,8 @@ def _run_packet(scenario: Scenario, index: int, bulk: XdpFrameBulk | None,
             frame_obs = {"rc": 0, "headroom": xdpf.headroom, "metasize": xdpf.metasize,
                          "len": xdpf.len, "mem_type": xdpf.mem_type,
                          "frame_sz": xdpf.frame_sz, "flags": xdpf.flags,
+                         "data": xdpf.payload(),
+                         "meta": bytes(xdpf.page.data[xdpf.data - xdpf.metasize : xdpf.data]),
                          "frame_len": xdp_get_frame_len(xdpf),
                          "back_headroom": back.data - back.data_hard_start,
                          "back_len": xdp_get_buff_len(back)}
@@ -275,6 +278,7 @@ def _run_packet(scenario: Scenario, index: int, bulk: XdpFrameBulk | None,
         "flags": flags,
         "released": len(released),
         "returns": [ret.path.value for ret in released],
+        "returns_direct": [ret.napi_direct for ret in released],
         "kernel_warns": len(warns),
         "frame": frame_obs,
         "completion": _returned(completion),
@@ -327,6 +331,7 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("packets[*].flags", ("XDP-BUFF-006",)),
     ("packets[*].frags*", ("XDP-ADJ-009",)),
     ("packets[*].released", ("XDP-ADJ-009",)),
+    ("packets[*].returns_direct*", ("XDP-ADJ-009", "XDP-BUFF-007")),
     ("packets[*].returns*", ("XDP-MEM-002",)),
     ("packets[*].completion*", ("XDP-FRAME-007", "XDP-MEM-003")),
     ("packets[*].kernel_warns", ("XDP-MEM-005", "XDP-MEM-006")),
@@ -350,6 +355,8 @@ _FRAME_FIELD_RULES: dict[str, tuple[str, ...]] = {
     "headroom": ("XDP-FRAME-004", "XDP-FRAME-001"),
     "metasize": ("XDP-FRAME-004",),
     "len": ("XDP-FRAME-004",),
+    "data": ("XDP-FRAME-004",),
+    "meta": ("XDP-FRAME-004",),
     "mem_type": ("XDP-FRAME-004", "XDP-MEM-001"),
     "frame_sz": ("XDP-FRAME-004", "XDP-BUFF-003"),
     "flags": ("XDP-FRAME-004", "XDP-BUFF-006"),
@@ -404,7 +411,7 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         if path.endswith("].kernel_warns"):
             return tuple(dict.fromkeys(
                 r for r in applied_rules + packet.frame_rules
-                if r in ("XDP-MEM-005", "XDP-MEM-006", "XDP-FRAME-003")))
+                if r in ("XDP-MEM-005", "XDP-MEM-006", "XDP-FRAME-003", "XDP-ADJ-008")))
         if "].frame" in path:
             return _frame_rules(path, packet)
         if "].completion" in path:
@@ -591,8 +598,9 @@ def rxq_ops(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 #: Scenario families, one property each (a mixed draw reaches some of them rarely):
-#: ``queue`` set-up calls right and wrong, ``xsk`` zero-copy queues, ``returns`` the
-#: pages given back after the verdict (frames, the bulk queue, dropped buffers).
+#: ``queue`` set-up calls right and wrong (no property of its own: the mixed draw and
+#: :data:`QUEUE_SETUPS` reach them), ``xsk`` zero-copy queues, ``returns`` the pages
+#: given back after the verdict (frames, the bulk queue, dropped buffers).
 FAMILIES = ("mixed", "queue", "xsk", "returns")
 
 

@@ -27,16 +27,6 @@ def test_xdp_program_agrees_with_reference(rx_target: TargetSession, scenario: S
     check(rx_target, scenario, COMPONENT)
 
 
-@pytest.mark.rule("XDP-MEM-005", "XDP-MEM-006", "XDP-MEM-001", "XDP-MEM-002", "XDP-BUFF-003",
-                  "XDP-BUFF-004", "XDP-ADJ-008")
-@given(scenario=xdp.scenarios(family="queue"))
-def test_xdp_queue_setup_agrees_with_reference(rx_target: TargetSession,
-                                               scenario: Scenario) -> None:
-    """The queue registered right and wrong: twice, unregistered, unused, without a
-    device, a memory model first, an unsupported type (XDP-MEM-005, XDP-MEM-006)."""
-    check(rx_target, scenario, COMPONENT)
-
-
 @pytest.mark.rule("XDP-FRAME-005", "XDP-FRAME-004", "XDP-FRAME-001", "XDP-MEM-002",
                   "XDP-MEM-001", "XDP-ADJ-006", "XDP-ADJ-009", "XDP-FRAME-006",
                   "XDP-FRAME-007", "XDP-MEM-003")
