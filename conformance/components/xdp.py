@@ -6,7 +6,8 @@ config:  ``frame_sz`` (default 4096), ``headroom`` (default 256 = XDP_PACKET_HEA
          frag page), ``linear_max`` (with ``frag_size``: bytes kept in the linear part,
          the rest goes to frags), ``ops`` (optional kfunc results, as in the ``kfunc``
          component's device ops; absent: every kfunc runs its default body),
-         ``mem_type`` (default 2, MEM_TYPE_PAGE_POOL; 0 page_frag, 1 order-0 pages:
+         ``queue`` (default 0: the queue index registered), ``mem_type`` (default 2,
+         MEM_TYPE_PAGE_POOL; 0 page_frag, 1 order-0 pages:
          the memory model the queue is registered with), ``coalesce`` (default false;
          true: the frags are consecutive pieces of one page, so each coalesces into the
          previous one and its reference goes back, and the queue's frag_size is 0).
@@ -41,7 +42,7 @@ from conformance.readable import config_text
 from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames
 from reference.kernel import resolve_kernel
-from reference.trace import Trace, TraceEvent
+from reference.trace import Trace, TraceEvent, emit
 from reference.xdp import program as prog
 from reference.xdp.actions import XdpAction, classify_action
 from reference.xdp.arch import X86_64, KernelSemantics, xdp_semantics
@@ -68,6 +69,7 @@ from reference.xdp.memory import Page
 from reference.xdp.rxq import (
     NetDev,
     XdpRxqInfo,
+    xdp_md_rxq_fields,
     xdp_rxq_info_reg,
     xdp_rxq_info_reg_mem_model,
     xdp_rxq_info_unreg,
@@ -94,7 +96,7 @@ def _rxq_ops(scenario: Scenario) -> list[Mapping[str, Any]]:
     cfg = scenario.config
     if "rxq_ops" in cfg:
         return list(cfg["rxq_ops"])
-    return [{"op": "reg"}, {"op": "reg_mem_model",
+    return [{"op": "reg", "queue": int(cfg.get("queue", 0))}, {"op": "reg_mem_model",
                             "mem_type": int(cfg.get("mem_type", MemType.MEM_TYPE_PAGE_POOL))}]
 
 
@@ -223,6 +225,9 @@ def _run_packet(scenario: Scenario, index: int, bulk: XdpFrameBulk | None,
     run = prog.run_program(ops, xdp, metadata_ops=metadata_ops, released=released,
                            kernel=semantics_of(scenario), warns=warns, trace=trace)
     flags = xdp.flags
+    ingress_ifindex, rx_queue_index = xdp_md_rxq_fields(xdp.rxq)
+    emit(trace, "XDP-PROG-004", "ctx fields read through xdp->rxq",
+         ingress_ifindex=ingress_ifindex, rx_queue_index=rx_queue_index)
     frame_obs: dict[str, Any] | None = None
     xmit_failed = False
     frame_trace = Trace() if traced else None
@@ -276,6 +281,8 @@ def _run_packet(scenario: Scenario, index: int, bulk: XdpFrameBulk | None,
         "frags": frags,
         "len": xdp_get_buff_len(xdp),
         "flags": flags,
+        "ingress_ifindex": ingress_ifindex,
+        "rx_queue_index": rx_queue_index,
         "released": len(released),
         "returns": [ret.path.value for ret in released],
         "returns_direct": [ret.napi_direct for ret in released],
@@ -329,6 +336,8 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("packets[*].meta", ("XDP-ADJ-003", "XDP-ADJ-005")),
     ("packets[*].len", ("XDP-BUFF-008",)),
     ("packets[*].flags", ("XDP-BUFF-006",)),
+    ("packets[*].ingress_ifindex", ("XDP-PROG-004", "XDP-MEM-005")),
+    ("packets[*].rx_queue_index", ("XDP-PROG-004", "XDP-MEM-005")),
     ("packets[*].frags*", ("XDP-ADJ-009",)),
     ("packets[*].released", ("XDP-ADJ-009",)),
     ("packets[*].returns_direct*", ("XDP-ADJ-009", "XDP-BUFF-007")),
@@ -615,6 +624,8 @@ def scenarios(draw: st.DrawFn, family: str = "mixed") -> Scenario:
         "headroom": draw(st.sampled_from([256, 256, 0, 40, 64, 192])),
         "meta_valid": draw(st.booleans() | st.just(True)),
     }
+    if draw(st.booleans()):
+        config["queue"] = draw(st.sampled_from([1, 3, 63]))
     queue = {"queue": "rxq_ops", "xsk": "xsk"}.get(family) or draw(
         st.sampled_from(["default", "mem_type", "rxq_ops"]))
     if queue in ("mem_type", "xsk"):
@@ -712,8 +723,8 @@ _POOL_MODEL: dict[str, Any] = {"op": "reg_mem_model", "mem_type": 2}
 #: Queue set-ups a driver may get wrong, each reached once whatever hypothesis draws
 #: (XDP-MEM-005, XDP-MEM-006).
 QUEUE_SETUPS: tuple[tuple[dict[str, Any], ...], ...] = (
-    ({"op": "reg"}, _POOL_MODEL, {"op": "reg"}, _POOL_MODEL),
-    ({"op": "reg"}, _POOL_MODEL, {"op": "unreg"}),
+    ({"op": "reg"}, _POOL_MODEL, {"op": "reg", "queue": 5}, _POOL_MODEL),
+    ({"op": "reg", "queue": 7}, _POOL_MODEL, {"op": "unreg"}),
     ({"op": "reg"}, _POOL_MODEL, {"op": "unreg"}, {"op": "reg"},
      {"op": "reg_mem_model", "mem_type": 1}),
     ({"op": "reg"}, _POOL_MODEL, {"op": "unreg"}, {"op": "unreg"}),

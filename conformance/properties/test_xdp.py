@@ -21,7 +21,8 @@ COMPONENT = xdp.COMPONENT
                   "KFUNC-CALL-001", "XDP-ACT-001", "XDP-ACT-003", "XDP-ADJ-001",
                   "XDP-BUFF-002", "XDP-BUFF-003", "XDP-BUFF-004", "XDP-BUFF-006",
                   "XDP-FRAME-001", "XDP-FRAME-003", "XDP-FRAME-004", "XDP-FRAME-006",
-                  "XDP-FRAME-007", "XDP-MEM-001", "XDP-MEM-003", "XDP-MEM-004")
+                  "XDP-FRAME-007", "XDP-MEM-001", "XDP-MEM-003", "XDP-MEM-004",
+                  "XDP-PROG-004")
 @given(scenario=xdp.scenarios())
 def test_xdp_program_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)
@@ -51,7 +52,7 @@ def test_xdp_pages_given_back_agree_with_reference(rx_target: TargetSession,
 
 
 @pytest.mark.rule("XDP-MEM-005", "XDP-MEM-006", "XDP-MEM-002", "XDP-FRAME-007",
-                  "XDP-MEM-003", "XDP-ADJ-008")
+                  "XDP-MEM-003", "XDP-ADJ-008", "XDP-PROG-004")
 @pytest.mark.parametrize("scenario", xdp.queue_setup_scenarios())
 def test_xdp_each_queue_setup(rx_target: TargetSession, scenario: Scenario) -> None:
     """Every queue set-up, right or wrong, once (a derandomized draw reaches some rarely)."""
