@@ -58,23 +58,12 @@ EXPLICIT: dict[str, tuple[str, ...]] = {
 
 _LIB = ("library rule blamed through the reference's trace (libblame), but only on a field "
         "of a frame kind the blame test's draws rarely give it (fec's skb ip_summed)")
-_XDP = ("xdp/veth/tun/kfunc: no attribution path returns it yet for the scenarios the blame "
-        "test draws (power-xdp made the rest of the area blameable)")
-_GATED = ("decided differently only on a kernel the blame test does not draw (it runs the "
-          "default version): a version gate, checked on both sides by tests/test_kernel.py")
 
 #: Rules blameable in principle that no property and attribution name yet, with why.
 KNOWN_GAPS: dict[str, str] = {
-    "XDP-ADJ-004": _GATED,  # -ENOTSUPP needs tun before c2315ebb0588 (TUN-BUF-001)
-    "XDP-ADJ-008": _GATED,  # the frag-tailroom modulo form (6.12.y >= 85, 6.18+)
     "MLX5-CSUM-002": "mlx5: the device model writes no LRO completions (lro_num_seg is "
                      "always 0), so no scenario reaches the LRO branch",
     "CSUM-L4-003": _LIB,
-    **{r: _XDP for r in (
-        "XDP-ACT-001", "XDP-ACT-003", "XDP-ADJ-001", "XDP-BUFF-001", "XDP-BUFF-002",
-        "XDP-BUFF-003", "XDP-BUFF-004", "XDP-BUFF-005", "XDP-BUFF-006", "XDP-FRAME-001",
-        "XDP-FRAME-003", "XDP-FRAME-004", "XDP-FRAME-005", "XDP-FRAME-006", "XDP-FRAME-007",
-        "XDP-MEM-001", "XDP-MEM-003", "XDP-MEM-004")},
 }
 
 

@@ -18,7 +18,51 @@ COMPONENT = xdp.COMPONENT
                   "XDP-FRAME-002", "XDP-ACT-002", "XDP-ACT-004", "XDP-ACT-005",
                   "XDP-PROG-001", "XDP-PROG-002", "XDP-PROG-003", "XDP-MEM-002", "XDP-MEM-005",
                   "XDP-MEM-006", "XDP-BUFF-007", "KFUNC-API-003",
-                  "KFUNC-CALL-001")
+                  "KFUNC-CALL-001", "XDP-ACT-001", "XDP-ACT-003", "XDP-ADJ-001",
+                  "XDP-BUFF-002", "XDP-BUFF-003", "XDP-BUFF-004", "XDP-BUFF-006",
+                  "XDP-FRAME-001", "XDP-FRAME-003", "XDP-FRAME-004", "XDP-FRAME-006",
+                  "XDP-FRAME-007", "XDP-MEM-001", "XDP-MEM-003", "XDP-MEM-004",
+                  "XDP-PROG-004")
 @given(scenario=xdp.scenarios())
 def test_xdp_program_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
+    check(rx_target, scenario, COMPONENT)
+
+
+@pytest.mark.rule("XDP-FRAME-005", "XDP-FRAME-004", "XDP-FRAME-001", "XDP-MEM-002",
+                  "XDP-MEM-001", "XDP-ADJ-006", "XDP-ADJ-009", "XDP-FRAME-006",
+                  "XDP-FRAME-007", "XDP-MEM-003")
+@given(scenario=xdp.scenarios(family="xsk"))
+def test_xdp_xsk_queue_agrees_with_reference(rx_target: TargetSession,
+                                             scenario: Scenario) -> None:
+    """An XSK zero-copy queue: frames copied into an order-0 page up to exactly a page
+    (XDP-FRAME-005), buffers freed through the XSK path (XDP-MEM-002)."""
+    check(rx_target, scenario, COMPONENT)
+
+
+@pytest.mark.rule("XDP-FRAME-007", "XDP-MEM-004", "XDP-MEM-003", "XDP-FRAME-003",
+                  "XDP-FRAME-004", "XDP-FRAME-006", "XDP-BUFF-006", "XDP-ADJ-010",
+                  "XDP-MEM-002", "XDP-MEM-001", "XDP-FRAME-001", "XDP-BUFF-003")
+@given(scenario=xdp.scenarios(family="returns"))
+def test_xdp_pages_given_back_agree_with_reference(rx_target: TargetSession,
+                                                   scenario: Scenario) -> None:
+    """The pages a driver gives back after the verdict: converted frames one by one or
+    through the bulk queue (XDP-FRAME-007, XDP-MEM-004), dropped buffers
+    (XDP-MEM-003), pfmemalloc frags and a missing tailroom on the way."""
+    check(rx_target, scenario, COMPONENT)
+
+
+@pytest.mark.rule("XDP-MEM-005", "XDP-MEM-006", "XDP-MEM-002", "XDP-FRAME-007",
+                  "XDP-MEM-003", "XDP-ADJ-008", "XDP-PROG-004")
+@pytest.mark.parametrize("scenario", xdp.queue_setup_scenarios())
+def test_xdp_each_queue_setup(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Every queue set-up, right or wrong, once (a derandomized draw reaches some rarely)."""
+    check(rx_target, scenario, COMPONENT)
+
+
+@pytest.mark.rule("XDP-FRAME-007", "XDP-MEM-004", "XDP-MEM-003", "XDP-MEM-002",
+                  "XDP-FRAME-005", "XDP-FRAME-006", "XDP-BUFF-006", "XDP-FRAME-004",
+                  "XDP-ADJ-001", "XDP-ADJ-009")
+@pytest.mark.parametrize("scenario", xdp.return_scenarios())
+def test_xdp_each_way_back(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Every frame return on every memory type once, and a bulk queue filled past 16."""
     check(rx_target, scenario, COMPONENT)

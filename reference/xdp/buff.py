@@ -80,7 +80,8 @@ class XdpBuff:
         return self.page
 
 
-def xdp_init_buff(xdp: XdpBuff, frame_sz: int, rxq: XdpRxqInfo | None) -> None:
+def xdp_init_buff(xdp: XdpBuff, frame_sz: int, rxq: XdpRxqInfo | None, *,
+                  trace: Trace | None = None) -> None:
     """``xdp_init_buff``: set ``frame_sz`` and ``rxq``, clear ``flags`` (XDP-BUFF-003).
 
     Nothing else is touched: the data pointers, ``txq`` and the shared info in the
@@ -92,10 +93,12 @@ def xdp_init_buff(xdp: XdpBuff, frame_sz: int, rxq: XdpRxqInfo | None) -> None:
     xdp.frame_sz = frame_sz
     xdp.rxq = rxq
     xdp.flags = 0
+    emit(trace, "XDP-BUFF-003", "buffer initialised", frame_sz=frame_sz)
 
 
 def xdp_prepare_buff(
-    xdp: XdpBuff, page: Page, hard_start: int, headroom: int, data_len: int, meta_valid: bool
+    xdp: XdpBuff, page: Page, hard_start: int, headroom: int, data_len: int, meta_valid: bool,
+    *, trace: Trace | None = None,
 ) -> None:
     """``xdp_prepare_buff``: place the packet in ``page`` (XDP-BUFF-004).
 
@@ -116,6 +119,8 @@ def xdp_prepare_buff(
     xdp.data = data
     xdp.data_end = data + data_len
     xdp.data_meta = data if meta_valid else data + 1
+    emit(trace, "XDP-BUFF-004", "packet placed", hard_start=hard_start, headroom=headroom,
+         data_len=data_len, meta_valid=meta_valid)
 
 
 def xdp_set_data_meta_invalid(xdp: XdpBuff) -> None:
@@ -232,6 +237,7 @@ def xdp_buff_add_frag(
     sinfo.xdp_frags_truesize += truesize
     if page.pfmemalloc:
         xdp.flags |= XDP_FLAGS_FRAGS_PF_MEMALLOC
+        emit(trace, "XDP-BUFF-006", "frag from a pfmemalloc page", flags=xdp.flags)
     if kernel.frags_unreadable_flag and page.net_iov:
         xdp.flags |= XDP_FLAGS_FRAGS_UNREADABLE
     return True
@@ -260,6 +266,7 @@ def xdp_return_buff(
     if xdp_buff_has_frags(xdp):
         pages = [f.page for f in xdp_get_shared_info_from_buff(xdp).valid_frags()]
     pages.append(xdp._page())
+    emit(trace, "XDP-MEM-003", "buffer returned: frags, then the head page", pages=len(pages))
     return [xdp_return(p, mem_type, True, from_xdp_buff=True, caller="xdp_return_buff",
                        return_frame_no_direct=return_frame_no_direct, trace=trace)
             for p in pages]

@@ -242,7 +242,8 @@ def _convert_zc_to_xdp_frame(
     return XdpFrame(page, 0, arch)
 
 
-def xdp_convert_frame_to_buff(frame: XdpFrame, xdp: XdpBuff) -> None:
+def xdp_convert_frame_to_buff(frame: XdpFrame, xdp: XdpBuff, *,
+                              trace: Trace | None = None) -> None:
     """``xdp_convert_frame_to_buff``: rebuild the buffer's pointers, ``frame_sz`` and
     ``flags`` from the frame; ``rxq`` and ``txq`` are not touched (XDP-FRAME-006)."""
     h = frame.header()
@@ -254,6 +255,8 @@ def xdp_convert_frame_to_buff(frame: XdpFrame, xdp: XdpBuff) -> None:
     xdp.frame_sz = h.frame_sz
     xdp.flags = h.flags
     xdp.arch = frame.arch
+    emit(trace, "XDP-FRAME-006", "buffer rebuilt from the frame",
+         hard_start=xdp.data_hard_start, frame_sz=h.frame_sz)
 
 
 def xdp_frame_has_frags(frame: XdpFrame) -> bool:
@@ -300,6 +303,8 @@ def _frame_pages(frame: XdpFrame) -> list[Page]:
 def _return_frame(frame: XdpFrame, napi_direct: bool, caller: str, no_direct: bool,
                   trace: Trace | None) -> list[MemReturn]:
     mem_type = frame.mem_type
+    emit(trace, "XDP-FRAME-007", f"{caller}: frags, then the head page", mem_type=mem_type,
+         napi_direct=napi_direct)
     return [xdp_return(p, mem_type, napi_direct, from_xdp_buff=False, caller=caller,
                        return_frame_no_direct=no_direct, trace=trace)
             for p in _frame_pages(frame)]
@@ -330,12 +335,13 @@ def xdp_return_frame_bulk(
     if frame.mem_type != MemType.MEM_TYPE_PAGE_POOL:
         return xdp_return_frame(frame, trace=trace)
     out: list[MemReturn] = []
+    emit(trace, "XDP-MEM-004", "page_pool frame queued for a bulk return", queued=bq.count)
     if bq.count == XDP_BULK_QUEUE_SIZE:
-        out += xdp_flush_frame_bulk(bq)
+        out += xdp_flush_frame_bulk(bq, trace=trace)
     if xdp_frame_has_frags(frame):
         for frag in xdp_get_shared_info_from_frame(frame).valid_frags():
             bq.q.append(frag.page)
             if bq.count == XDP_BULK_QUEUE_SIZE:
-                out += xdp_flush_frame_bulk(bq)
+                out += xdp_flush_frame_bulk(bq, trace=trace)
     bq.q.append(frame.page)
     return out

@@ -130,11 +130,12 @@ class XdpFrameBulk:
         return len(self.q)
 
 
-def xdp_flush_frame_bulk(bq: XdpFrameBulk) -> list[MemReturn]:
+def xdp_flush_frame_bulk(bq: XdpFrameBulk, *, trace: Trace | None = None) -> list[MemReturn]:
     """Hand every queued page to ``page_pool_put_netmem_bulk`` and empty the queue
     (XDP-MEM-004).  The bulk put takes no ``napi_direct`` argument."""
     out = [MemReturn(p, MemType.MEM_TYPE_PAGE_POOL, ReturnPath.PAGE_POOL_PUT_BULK, False,
                      "xdp_flush_frame_bulk") for p in bq.q]
+    emit(trace, "XDP-MEM-004", "bulk queue flushed", pages=len(out))
     bq.q.clear()
     return out
 

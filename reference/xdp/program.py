@@ -44,6 +44,7 @@ from reference.xdp.helpers import (
     bpf_xdp_get_buff_len,
 )
 from reference.xdp.mem import MemReturn
+from reference.xdp.warn import KernelWarn
 
 OPS = ("adjust_head", "adjust_meta", "adjust_tail", "write", "get_buff_len", "kfunc", "return")
 KFUNCS = ("rx_timestamp", "rx_hash", "rx_vlan_tag")
@@ -104,6 +105,7 @@ def run_program(
     ctx: object = None,
     released: list[MemReturn] | None = None,
     kernel: KernelSemantics = V6_17,
+    warns: list[KernelWarn] | None = None,
     trace: Trace | None = None,
 ) -> ProgramRun:
     """Run ``ops`` on ``xdp`` (XDP-PROG-001 .. XDP-PROG-003).
@@ -111,7 +113,8 @@ def run_program(
     ``metadata_ops`` are the kfunc implementations the program was resolved against
     at load time (None: every kfunc runs its default body); ``ctx`` is the driver's
     per-packet context handed to them.  Frags a tail shrink releases are appended to
-    ``released``.  ``kernel`` selects the helpers' version-gated behaviour
+    ``released``, the kernel WARNs a helper raises (XDP-ADJ-008) to ``warns``.
+    ``kernel`` selects the helpers' version-gated behaviour
     (:func:`reference.xdp.arch.xdp_semantics`).
     """
     if not isinstance(ops, VerifiedProgram):
@@ -133,7 +136,8 @@ def run_program(
                                                                   trace=trace)})
         elif name == "adjust_tail":
             records.append({"op": name, "rc": bpf_xdp_adjust_tail(
-                xdp, int(op["delta"]), released=released, kernel=kernel, trace=trace)})
+                xdp, int(op["delta"]), released=released, kernel=kernel, warns=warns,
+                trace=trace)})
         elif name == "write":
             records.append({"op": name, "rc": _write(xdp, int(op["offset"]),
                                                      _bytes(op["data"]), trace)})

@@ -13,7 +13,7 @@ import errno
 
 import attrs
 
-from reference.errors import InvalidConfig
+from reference.errors import InvalidConfig, StateViolation
 from reference.trace import Trace, emit
 from reference.xdp.mem import MemType, XdpMemInfo
 from reference.xdp.warn import KernelWarn, kernel_warn
@@ -179,3 +179,14 @@ def xdp_rxq_info_reg_mem_model(
     emit(trace, "XDP-MEM-006", "memory model registered", mem_type=mem_type, mem_id=mem_id)
     return 0
 
+
+
+def xdp_md_rxq_fields(rxq: XdpRxqInfo | None) -> tuple[int | None, int]:
+    """What a program reads from ``ctx->ingress_ifindex`` and ``ctx->rx_queue_index``
+    (XDP-PROG-004): the verifier rewrites both into loads through ``xdp->rxq``
+    (``xdp_convert_ctx_access``), so they are the device and queue the driver registered.
+    ``ingress_ifindex`` is None where the kernel's load would dereference a NULL ``dev``
+    (a queue unregistered, or never registered)."""
+    if rxq is None:
+        raise StateViolation("xdp->rxq is NULL", obj="xdp_buff", rule="XDP-PROG-004")
+    return (rxq.dev.ifindex if rxq.dev is not None else None), rxq.queue_index
