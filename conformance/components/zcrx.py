@@ -774,15 +774,26 @@ def data_path_scenarios(draw: st.DrawFn) -> Scenario:
 
 @st.composite
 def stream_scenarios(draw: st.DrawFn) -> Scenario:
-    """A bulk stream received and returned in order (ZCRX-SIM-004)."""
+    """A bulk stream received and returned in order (ZCRX-SIM-004).
+
+    One stream in three is a backlog: every segment arrives, one skb each, before the
+    first receive call, 19..24 skbs, so a call meets the actor's per-call limit on either
+    side (ZCRX-CQE-005: at most 21 actor calls, requeued after more than 20)."""
     size = draw(st.sampled_from([4096, 8192, 16384, 32768]))
-    segs = draw(st.integers(4, 24))
+    backlog = draw(st.integers(0, 2)) == 0
+    segs = draw(st.integers(19, 24) if backlog else st.integers(4, 24))
     mss = draw(st.sampled_from([1448, 1460, 4096, 9000 - 52]))
     payloads = [mss] * segs
-    gro = draw(st.sampled_from([1, 4]))
+    gro = 1 if backlog else draw(st.sampled_from([1, 4]))
     events: list[dict[str, Any]] = []
     for i in range(0, segs, gro):  # one NAPI poll per GRO batch
         events.append({"op": "rx", "frames": list(range(i, min(i + gro, segs)))})
+        if backlog:
+            continue
+        events.append({"op": "recv", "user_data": 1})
+        events.append({"op": "reap"})
+        events.append({"op": "return", "new": True})
+    for _ in range(2 if backlog else 0):  # the first call stops at the limit
         events.append({"op": "recv", "user_data": 1})
         events.append({"op": "reap"})
         events.append({"op": "return", "new": True})
