@@ -66,6 +66,7 @@ from reference.zcrx import (
     ZcrxEngine,
     mss_stream,
 )
+from reference.zcrx.recv import LIMIT_REACHED
 from reference.zcrx.register import UNMERGED_KNOBS, VETH, errno_name
 from reference.zcrx.scenario import MIB, counts_of, run_stream, stream_counts
 from reference.zcrx.uapi import (
@@ -335,6 +336,9 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     def during(i: int) -> set[str]:
         return {e.rule for e in trace.events[bounds[i]:bounds[i + 1]]}
 
+    def limited(i: int) -> bool:
+        return any(e.what == LIMIT_REACHED for e in trace.events[bounds[i]:bounds[i + 1]])
+
     def rules(path: str) -> tuple[str, ...]:
         if path == "register.rc":
             return (engine.result.rule,)
@@ -365,6 +369,10 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
             if ci < len(cqes) and cqes[ci]["off"] in copies:
                 return ("ZCRX-COPY-002",) if path.endswith(".res") else ("ZCRX-COPY-001",)
             return ()
+        if field in ("rc", "requeue", "cqes") and limited(ei):
+            # The call stopped at the actor's per-call limit: how much it delivered,
+            # and whether it is requeued, is that limit's decision.
+            return ("ZCRX-CQE-005",)
         applied = during(ei)
         for rule in EVENT_RULES.get(field, ()):
             if rule in applied:
