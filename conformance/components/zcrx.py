@@ -326,7 +326,9 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     refill outcome on the rule of the outcome reached; a field of event ``i`` on the rule
     the reference applied during event ``i`` that decides that field (EVENT_RULES; a
     copied CQE on the copy rules); the user references on ZCRX-CQE-004 (each zero-copy CQE
-    takes one); the pools' end state on the restart or shutdown that released them."""
+    takes one); the pools' end state on the restart or shutdown that released them; the
+    freelist's end count on the releases and, when some put kept a niov in a pool, on that
+    put too."""
     engine, results, trace, bounds = traced_events(scenario)
     outcomes = [r.outcome for r in engine.ifq.refills] if engine.ifq is not None else []
     copies = {c.off for c in engine.cqes if c.copy}
@@ -352,6 +354,10 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
             return ("ZCRX-REFILL-001", "ZCRX-REFILL-007")
         if path.startswith("final.user_refs") and "ZCRX-CQE-004" in every:
             return ("ZCRX-CQE-004",)
+        if path == "final.free_count" and "ZCRX-MP-005" in every:
+            # The freelist ends with what was released (ZCRX-MP-004) less what the puts
+            # kept in a pool's cache or ring instead (ZCRX-MP-005).
+            return ("ZCRX-MP-004", "ZCRX-MP-005")
         if path.startswith("final.pools"):
             for rule in ("ZCRX-SCRUB-002", "ZCRX-MP-006"):
                 if rule in every:
