@@ -546,6 +546,9 @@ FAULTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("ZCRX-AREA-004", {"area": {"addr": 0}}),
     ("ZCRX-AREA-004", {"area": {"flags": IORING_ZCRX_AREA_DMABUF, "addr": 0, "dmabuf_fd": 5},
                        "memory": {"chunks": [65536]}}),
+    # io_import_dmabuf: a dma-buf area's addr is an offset into the buffer and must be 0.
+    ("ZCRX-AREA-004", {"area": {"flags": IORING_ZCRX_AREA_DMABUF, "addr": 4096,
+                                "dmabuf_fd": 5}}),
     ("ZCRX-BUFLEN-005", {"reg": {"rx_buf_len": 16384}, "netdev": {"qcfg_rx_page_size": False}}),
     ("ZCRX-QUEUE-001", {"reg": {"if_rxq": 9}}),
     ("ZCRX-QUEUE-001", {"netdev": {"tcp_data_split": False}}),
