@@ -316,6 +316,7 @@ def flow_type_of(info: PacketInfo) -> int | None:
 
 
 def _port(value: int, name: str) -> bytes:
+    """RSS-IN-002: a port in the hash input, 2 bytes big-endian (RSS-IN-005: 0..65535)."""
     if not 0 <= value <= 0xFFFF:
         raise MalformedInput("not a 16-bit port", field=name, value=value, rule="RSS-IN-005")
     return value.to_bytes(2, "big")

@@ -61,8 +61,6 @@ _LIB = ("library rule blamed through the reference's trace (libblame), but only 
 
 #: Rules blameable in principle that no property and attribution name yet, with why.
 KNOWN_GAPS: dict[str, str] = {
-    "MLX5-CSUM-002": "mlx5: the device model writes no LRO completions (lro_num_seg is "
-                     "always 0), so no scenario reaches the LRO branch",
     "CSUM-L4-003": _LIB,
 }
 

@@ -81,7 +81,8 @@ def test_mlx5_skb_checksum_and_metadata(rx_target: TargetSession, scenario: Scen
 @pytest.mark.rule("MLX5-RING-001", "MLX5-RING-002", "MLX5-RING-005", "MLX5-RING-006",
                   "MLX5-CQ-001", "MLX5-CQ-002", "MLX5-CQ-005", "MLX5-CQ-006", "MLX5-CQ-008",
                   "MLX5-CQ-009", "MLX5-CQ-010", "MLX5-CQE-003", "MLX5-CQE-009",
-                  "MLX5-RX-002", "MLX5-SKB-001", "MLX5-KF-002", "MLX5-CSUM-010")
+                  "MLX5-RX-002", "MLX5-SKB-001", "MLX5-KF-002", "MLX5-CSUM-010",
+                  "MLX5-CSUM-002")
 @given(scenario=ring_scenarios())
 def test_mlx5_driver_on_ring_images(rx_target: TargetSession, scenario: Scenario) -> None:
     """Needs ``capabilities.sides`` to name the driver half of mlx5 (PROTOCOL.md 1.2)."""

@@ -144,7 +144,7 @@ def test_zcrx_ownership_holds(rx_target: TargetSession, scenario: Scenario) -> N
         raise RuleMismatch(f"rule {rule}: {what}", (rule,), scenario, expected)
 
 
-@pytest.mark.rule("ZCRX-SIM-004", "ZCRX-BUFLEN-001", "ZCRX-CQE-002")
+@pytest.mark.rule("ZCRX-SIM-004", "ZCRX-BUFLEN-001", "ZCRX-CQE-002", "ZCRX-CQE-005")
 @given(scenario=zcrx.stream_scenarios())
 def test_zcrx_stream_costs_agree(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)

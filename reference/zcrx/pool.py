@@ -164,10 +164,12 @@ class ZcPagePool:
         elif allow_direct and len(self.cache) < PP_ALLOC_CACHE_SIZE:
             self.recycle_cached += 1
             self.cache.append(niov)
+            emit(self.trace, "ZCRX-MP-005", "recycled into the alloc cache", niov=niov.index)
         elif self.ring.produce(niov):
             # page_pool_recycle_in_ring: only into an empty slot; slots the consumer has
             # read but not yet released still count as taken (PP-RING-002).
             self.recycle_ring += 1
+            emit(self.trace, "ZCRX-MP-005", "recycled into the ptr_ring", niov=niov.index)
         else:
             self.return_netmem(niov)
 

@@ -33,6 +33,8 @@ from .uapi import (
 
 #: ``io_uring/zcrx.c``: skbs one call looks at before it asks to be requeued.
 IO_SKBS_PER_CALL_LIMIT = 20
+#: The trace event of an actor call refused by that limit (ZCRX-CQE-005).
+LIMIT_REACHED = "actor call over the per-call limit: -EAGAIN"
 
 
 @attrs.frozen
@@ -187,6 +189,7 @@ class Receiver:
             return 0
         self._nr_skbs += 1
         if self._nr_skbs - 1 > IO_SKBS_PER_CALL_LIMIT:
+            emit(self.trace, "ZCRX-CQE-005", LIMIT_REACHED, skbs=self._nr_skbs)
             return -errno.EAGAIN
         start_off = offset
         ret = 0
