@@ -56,13 +56,9 @@ EXPLICIT: dict[str, tuple[str, ...]] = {
     "test_veth.test_veth_rx_hash_of_tagged_frames": ("VETH-KF-005", "VETH-KF-007"),
 }
 
-_LIB = ("library rule blamed through the reference's trace (libblame), but only on a field "
-        "of a frame kind the blame test's draws rarely give it (fec's skb ip_summed)")
 
 #: Rules blameable in principle that no property and attribution name yet, with why.
-KNOWN_GAPS: dict[str, str] = {
-    "CSUM-L4-003": _LIB,
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def spec_rules() -> dict[str, str]:

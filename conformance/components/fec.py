@@ -648,10 +648,13 @@ def board_scenarios(draw: st.DrawFn, fixed: Mapping[str, Any] = IMX6Q,
 def _csum_frames() -> list[bytes]:
     """Frames the RX checksum accelerator (FEC-DEV-004) tells apart: good and bad IPv4
     header checksums, good, bad and zero UDP checksums, a UDP length longer than the
-    datagram, bad TCP, ICMP and ICMPv6 checksums, an IPv4 fragment, a non-IP frame."""
+    datagram, bad TCP, ICMP and ICMPv6 checksums, an IPv4 fragment, a non-IP frame, and
+    SCTP with a good and a bad CRC32c (CSUM-L4-004, CSUM-009: the model's accelerator
+    judges SCTP with the shared L4 check)."""
     from scapy.layers.inet import ICMP, IP, TCP, UDP
     from scapy.layers.inet6 import ICMPv6EchoRequest, IPv6
     from scapy.layers.l2 import ARP, Ether
+    from scapy.layers.sctp import SCTP, SCTPChunkData
 
     eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
     v4 = IP(src="10.0.0.1", dst="10.0.0.2")
@@ -667,7 +670,10 @@ def _csum_frames() -> list[bytes]:
            bytes(eth / v6 / ICMPv6EchoRequest(cksum=0x2222)),
            bytes(eth / v6 / UDP(sport=7, dport=9) / b"six"),
            bytes(eth / IP(src="10.0.0.1", dst="10.0.0.2", flags="MF") / UDP(chksum=7) / b"f"),
-           bytes(eth / ARP())]
+           bytes(eth / ARP()),
+           bytes(eth / v4 / SCTP(sport=5, dport=6) / SCTPChunkData(data=b"abcd")),
+           bytes(eth / v6 / SCTP(sport=5, dport=6, chksum=0x12345678)
+                 / SCTPChunkData(data=b"abcd"))]
 
 
 def _tagged(frame: bytes, tpid: int, tci: int) -> bytes:
@@ -704,7 +710,8 @@ def family_scenarios() -> list[tuple[str, Scenario]]:
         add(f"giant-racc-{racc}", ("FEC-DEV-003",), {"racc": racc}, giants)
     csum = _csum_frames()
     for ex, on in ((True, True), (True, False), (False, True)):  # FEC-DEV-004, FEC-RX-011
-        add(f"csum-ex-{ex}-rxcsum-{on}", ("FEC-DEV-004", "FEC-RX-011"),
+        add(f"csum-ex-{ex}-rxcsum-{on}", ("FEC-DEV-004", "FEC-RX-011", "CSUM-L4-003",
+                                           "CSUM-L4-004", "CSUM-009"),
             {"bufdesc_ex": ex, "rx_csum": on, "rx_ring_size": 16}, csum)
     add("csum-udp-length", ("FEC-DEV-004", "FEC-RX-011"),  # CSUM-L4-002, CSUM-L4-003
         {"bufdesc_ex": True, "rx_csum": True, "rx_ring_size": 16}, udp_length_frames())

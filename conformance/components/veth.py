@@ -448,6 +448,12 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 _PEER_MTUS = (veth.ETH_MIN_MTU, 1500, 3505, 3506, 3507, 4096, 9000, veth.ETH_MAX_MTU)
 
 
+def fixture_scenarios() -> st.SearchStrategy[Scenario]:
+    """What ``rx-oracle fixtures generate`` draws: the generic scenarios, and the xdp_frame
+    path (VETH-FRAME-001) and the attach scenarios (VETH-MTU-001) the properties draw apart."""
+    return st.one_of(scenarios(), frame_path_scenarios(), attach_scenarios())
+
+
 @st.composite
 def attach_scenarios(draw: st.DrawFn) -> Scenario:
     """A program attached to the receiving end, its peer at an MTU around the one-page

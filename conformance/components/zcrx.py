@@ -827,3 +827,9 @@ def scenarios() -> st.SearchStrategy[Scenario]:
     # Registration twice: it has the most rules, one fault each (FAULTS).
     return st.one_of(registration_scenarios(), registration_scenarios(), data_path_scenarios(),
                      stream_scenarios(), veth_registration_scenarios())
+
+
+def fixture_scenarios() -> st.SearchStrategy[Scenario]:
+    """What ``rx-oracle fixtures generate`` draws: every kind of scenario, and the one
+    registration per fault (:func:`fault_scenarios`) so the corpus meets each refusal."""
+    return st.one_of(scenarios(), st.sampled_from(fault_scenarios()))

@@ -13,7 +13,7 @@ from conformance.scenario import Scenario
 COMPONENT = kfunc.COMPONENT
 
 
-@pytest.mark.rule("KFUNC-API-001", "KFUNC-API-002", "KFUNC-API-003", "KFUNC-API-004",
+@pytest.mark.rule("KFUNC-API-001", "KFUNC-API-003", "KFUNC-API-004",
                   "KFUNC-API-005", "KFUNC-API-007", "KFUNC-CALL-001", "KFUNC-LOAD-001",
                   "KFUNC-LOAD-002", "KFUNC-LOAD-003", "KFUNC-LOAD-004", "KFUNC-LOAD-005",
                   "KFUNC-LOAD-006", "KFUNC-LOAD-007", "KFUNC-ATTACH-001", "KFUNC-ATTACH-002",
@@ -24,7 +24,7 @@ def test_kfunc_agrees_with_reference(rx_target: TargetSession, scenario: Scenari
     check(rx_target, scenario, COMPONENT)
 
 
-@pytest.mark.rule("KFUNC-API-002", "KFUNC-API-003", "KFUNC-API-005", "KFUNC-API-006",
+@pytest.mark.rule("KFUNC-API-003", "KFUNC-API-005", "KFUNC-API-006",
                   "KFUNC-CALL-001", "KFUNC-LOAD-006")
 @given(scenario=kfunc.family_scenarios("calls"))
 def test_kfunc_every_call_branch(rx_target: TargetSession, scenario: Scenario) -> None:

@@ -68,6 +68,7 @@ def bpf_xdp_adjust_head(xdp: XdpBuff, offset: int, *, trace: Trace | None = None
     ``data_meta`` moves by the same offset.
     """
     offset = s32(offset)
+    emit(trace, "XDP-ADJ-001", f"the offset argument read as a 32-bit int: {offset}")
     page = xdp._page()
     metalen = xdp_get_metalen(xdp)
     data_start = xdp.data_hard_start + xdp.arch.sizeof_xdp_frame + metalen
@@ -94,6 +95,7 @@ def bpf_xdp_adjust_meta(xdp: XdpBuff, offset: int, *, trace: Trace | None = None
     when the resulting length is not a multiple of 4 or exceeds 255.  No bytes move.
     """
     offset = s32(offset)
+    emit(trace, "XDP-ADJ-001", f"the offset argument read as a 32-bit int: {offset}")
     frame_end = xdp.data_hard_start + xdp.arch.sizeof_xdp_frame
     meta = xdp.data_meta + offset
     if xdp_data_meta_unsupported(xdp):
@@ -130,6 +132,7 @@ def bpf_xdp_adjust_tail(
     negative tailroom is reported in ``warns`` (XDP-ADJ-008).
     """
     offset = s32(offset)
+    emit(trace, "XDP-ADJ-001", f"the offset argument read as a 32-bit int: {offset}")
     if xdp_buff_has_frags(xdp):
         emit(trace, "XDP-ADJ-007", "multi-buffer packet: frags path", offset=offset)
         if offset < 0:
