@@ -8,8 +8,8 @@ a negative ``to`` leaves the function) into:
 - **refusal**: the branch leads to a ``raise``. The suite only sends what the reference
   accepts (PROTOCOL.md: a refused input is not a conformance question), so a refusal's
   branch is never taken by design; the unit tests take them.
-- **explanation**: the branch is an ``if`` on ``trace``: it only records the explanation
-  (``reference/trace.py``), never an observable.
+- **explanation**: the branch is an ``if`` on ``trace``, or in an ``explain*`` function: it
+  only records the explanation (``reference/trace.py``), never an observable.
 - **justified**: an entry of ``unreached.toml`` (next to this module) names its function
   (every missed branch in it) or its ``from`` line's code, with the reason the ci run
   cannot or need not take it: a whole module that is not an observable's (``errors.py``),
@@ -170,7 +170,7 @@ def classify(doc: Mapping[str, Any], root: Path,
             kind, reason = OPEN, ""
             if module.refuses(source, dest):
                 kind = REFUSAL
-            elif module.explains(source):
+            elif module.explains(source) or function.rpartition(".")[2].startswith("explain"):
                 kind = EXPLANATION
             else:
                 for j in by_path.get(rel, ()):
