@@ -89,8 +89,10 @@ def test_c_target_conforms(c_target: Path, tmp_path: Path) -> None:
     failed = sorted(rule for rule, v in verdicts.items() if v["verdict"] == "fail")
     assert not failed, f"rules failed: {failed}\n{output}"
     rss_rules = {rule: v["verdict"] for rule, v in verdicts.items() if rule.startswith("RSS-")}
+    # KFUNC-RSS-001/002 are checked by veth's rx_hash properties too (its rss_type), which
+    # this target does not implement: skipped there, they are not the kfunc component's.
     kfunc_rules = {rule: v["verdict"] for rule, v in verdicts.items()
-                   if rule.startswith("KFUNC-")}
+                   if rule.startswith("KFUNC-") and rule not in ("KFUNC-RSS-001", "KFUNC-RSS-002")}
     assert rss_rules and kfunc_rules, output
     assert set(rss_rules.values()) == {"pass"}, rss_rules
     assert set(kfunc_rules.values()) == {"pass"}, kfunc_rules

@@ -155,10 +155,11 @@ class PagePoolLeaksRingPuts(_Wrong):
     """Never returns a page a put would send to the ptr_ring (breaks PP-RECYCLE-006).
 
     The page stays in flight: no sync, no ring.  Only the first such put is changed; the
-    suite reports the first differing field.
+    suite reports the first differing field, the put's ``synced``: the sync for the
+    device (PP-DMA-001) of a page the ring takes (PP-RECYCLE-006), both named.
     """
 
-    BREAKS = ("PP-RECYCLE-006",)
+    BREAKS = ("PP-DMA-001", "PP-RECYCLE-006")
 
     def corrupt(self, scenario: Scenario, observed: dict[str, Any]) -> dict[str, Any]:
         if scenario.component != "page_pool":

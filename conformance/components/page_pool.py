@@ -307,10 +307,11 @@ _STAT_RULES = {
 }
 
 
-#: What decides whether and how much a put syncs for the device: the sync rule, and the
+#: What decides whether and how much a put syncs for the device: the sync rule, the
 #: rules of a put that syncs nothing (not the last reference, not recyclable, after the
-#: pool turned syncing off at destroy).
-_SYNC_RULES = ("PP-RECYCLE-001", "PP-RECYCLE-003", "PP-DESTROY-003", "PP-DESTROY-006")
+#: pool turned syncing off at destroy), and the ptr_ring path whose page is synced.
+_SYNC_RULES = ("PP-RECYCLE-001", "PP-RECYCLE-003", "PP-RECYCLE-006", "PP-DESTROY-003",
+               "PP-DESTROY-006")
 
 
 def _pp_rules(events: Iterable[TraceEvent]) -> tuple[str, ...]:
