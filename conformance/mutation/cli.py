@@ -33,9 +33,9 @@ EXIT_OK, EXIT_ERROR = 0, 2
 ROOT = Path(conformance.__file__).resolve().parent.parent
 PROPERTIES_DIR = ROOT / "conformance" / "properties"
 
-#: A mutant costs 2.7 CPU seconds on average (suite and target processes; MUTANTS.md has
-#: the measurement), so this sample takes about 2.5 minutes on 2 free cores with -j 2, and
-#: took 10 minutes on a machine loaded 6 times over.
+#: A mutant costs 8.4 CPU seconds on average (suite and target processes, stop 25's
+#: measurement in MUTANTS.md: the properties grew), so this sample takes about 7 minutes
+#: on 2 free cores with -j 2.
 DEFAULT_SAMPLE = 100
 
 
