@@ -156,8 +156,8 @@ def run_mutant(
             report.unlink(missing_ok=True)
             argv = suite_argv(python, mutant_dir, root, components, report, limits, kernel)
             env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
-            code, stderr, spent = _run(argv, cwd=tmp, env=env,
-                                       limit=limits.mutant - (time.monotonic() - start))
+            left = max(limits.mutant - (time.monotonic() - start), 1.0)
+            code, stderr, spent = _run(argv, cwd=tmp, env=env, limit=left)
             cpu += spent
             failed = _failed_rules(report)
             if code != 0:
