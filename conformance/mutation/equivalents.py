@@ -20,14 +20,13 @@ entry and field).
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
-import jsonschema
 
+from conformance.mutation import checked_toml
 from conformance.mutation.mutator import Mutant
 
 REGISTRY = Path(__file__).with_name("equivalents")
@@ -102,15 +101,7 @@ def load(path: Path = REGISTRY) -> dict[tuple[str, str, str, str, str, str], Equ
 
 
 def _load_file(path: Path) -> list[Equivalent]:
-    try:
-        doc = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise RegistryError(f"{path.name}: not TOML: {exc}") from None
-    try:
-        jsonschema.validate(doc, _SCHEMA)
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise RegistryError(f"{path.name}: {where}: {exc.message}") from None
+    doc = checked_toml.load(path, _SCHEMA, RegistryError)
     return [Equivalent(**entry) for entry in doc.get("mutant", [])]
 
 

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import ast
 import json
-import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
-import jsonschema
+
+from conformance.mutation import checked_toml
 
 JUSTIFIED = Path(__file__).with_name("unreached.toml")
 REFUSAL, EXPLANATION, JUSTIFIED_KIND, OPEN = "refusal", "explanation", "justified", "open"
@@ -93,15 +93,7 @@ class Branch:
 
 
 def load(path: Path = JUSTIFIED) -> list[Justification]:
-    try:
-        doc = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise JustificationError(f"{path.name}: not TOML: {exc}") from None
-    try:
-        jsonschema.validate(doc, _SCHEMA)
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise JustificationError(f"{path.name}: {where}: {exc.message}") from None
+    doc = checked_toml.load(path, _SCHEMA, JustificationError)
     return [Justification(**entry) for entry in doc.get("unreached", [])]
 
 
