@@ -276,6 +276,28 @@ def test_list_shows_the_selection_without_running(capsys: pytest.CaptureFixture[
                          for line in lines)
 
 
+def test_again_reruns_the_survivors_of_an_earlier_run_by_their_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["mutate", "--list", "--module", "reference/tun.py", "--all"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    mutants = [m for m in sampling.candidates(ROOT, ["reference/tun.py"])
+               if m.id in {line.split()[0] for line in listed}]
+    survivor, killed = mutants[0], mutants[1]
+    # an earlier run, its survivor three lines further down than today (an edit above it)
+    moved = Mutant.from_json({**survivor.to_json(), "line": survivor.line + 3,
+                              "end_line": survivor.end_line + 3})
+    results = [runner.classify(moved, ("tun",), 0, "", (), 1.0),
+               runner.classify(killed, ("tun",), 1, "", ("TUN-XDP-001",), 1.0)]
+    report.write_jsonl(tmp_path / report.RESULTS, results)
+    assert cli.main(["mutate", "--list", "--again", str(tmp_path)]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == [survivor.id]
+    (tmp_path / report.RESULTS).write_text("{not json\n")
+    assert cli.main(["mutate", "--list", "--again", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "--again" in err and "not a results file" in err and len(err.splitlines()) == 1
+
+
 def test_reach_reads_coverage_json_per_module() -> None:
     doc = {"files": {
         str(ROOT / "reference" / "rss.py"): {"summary": {

@@ -6,6 +6,7 @@ Examples::
     rx-oracle mutate --sample 40 --seed 7 --component rss
     rx-oracle mutate --module reference/rss.py --all --list
     rx-oracle mutate --coverage               # reach: branch coverage of the ci run
+    rx-oracle mutate --again mutation-out     # the survivors of an earlier run, once more
 
 Results go to ``--out`` (default ``mutation-out/``): ``results.jsonl`` (one mutant per
 line) and ``summary.md`` (per component: mutants, killed, killed by crash, timed out,
@@ -22,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import attrs
 
 import conformance
 from conformance.mutation.mutator import OPERATORS, Mutant
@@ -70,6 +73,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="limit per request to a mutant target (default 5)")
     m.add_argument("--shrink", action="store_true",
                    help="let hypothesis shrink failures (slower; sharper rule attribution)")
+    m.add_argument("--again", type=Path, metavar="DIR",
+                   help="run the current mutants matching DIR/results.jsonl's survivors "
+                        "(by module, function, operator and text: line numbers move)")
     m.add_argument("--list", action="store_true", help="list the selected mutants, run nothing")
     m.add_argument("--coverage", action="store_true",
                    help="instead: branch coverage of reference/ by the ci suite, per module")
@@ -133,6 +139,10 @@ def _select(args: argparse.Namespace) -> tuple[list[Mutant], dict[str, tuple[str
         raise UsageError(f"no component is mapped to {unmapped[0]} "
                          "(add it to conformance/mutation/scope.py TABLE)")
     pool = sampling.candidates(ROOT, modules)
+    if args.again is not None:
+        wanted_keys = _survivor_keys(args.again)
+        pool = [m for m in pool if _stable_key(m) in wanted_keys]
+        args.all = True
     if args.operator:
         pool = [m for m in pool if m.operator in args.operator]
     if not pool:
@@ -140,6 +150,32 @@ def _select(args: argparse.Namespace) -> tuple[list[Mutant], dict[str, tuple[str
     chosen = (sampling.every_valid(ROOT, pool) if args.all
               else sampling.sample(ROOT, pool, args.sample, args.seed))
     return chosen, checked_by
+
+
+def _stable_key(m: Mutant) -> tuple[str, ...]:
+    """What names a mutant across edits of its module (its line number moves)."""
+    return (m.path, m.function, m.operator, m.original, m.replacement, m.code, str(m.col))
+
+
+def _survivor_keys(out: Path) -> set[tuple[str, ...]]:
+    from conformance.mutation import report
+
+    try:
+        results = report.read_jsonl(out / report.RESULTS)
+    except OSError as exc:
+        raise UsageError(f"--again {out}: no results to read ({exc.strerror})") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"--again {out}: {report.RESULTS} is not a results file "
+                         f"({type(exc).__name__}: {exc})") from None
+    keys = set()
+    for r in results:
+        m = r.mutant
+        if not r.detected:
+            if not m.code:  # written before mutants carried their line: read it from today's
+                lines = (ROOT / m.path).read_text().splitlines()
+                m = attrs.evolve(m, code=lines[m.line - 1].strip() if m.line <= len(lines) else "")
+            keys.add(_stable_key(m))
+    return keys
 
 
 def _module_path(text: str, modules: list[str]) -> str:

@@ -96,6 +96,9 @@ class Mutant:
     note: str = ""
     #: The first line of the statement holding the change (what line coverage records).
     stmt_line: int = 0
+    #: The changed line's text, stripped: with the fields above but the line numbers, what
+    #: names a mutant across edits elsewhere in its module (``--again``, the registry).
+    code: str = ""
 
     @property
     def id(self) -> str:
@@ -284,6 +287,7 @@ class _Finder:
             function=".".join(s.name for s in scopes),
             rules=self._rules(scopes, top), note=note,
             stmt_line=first.lineno if isinstance(first, ast.stmt) else self._stmt_line,
+            code=self.source.splitlines()[line - 1].strip(),
         ))
 
     def _segment(self, line: int, col: int, end_line: int, end_col: int) -> str:
