@@ -65,6 +65,7 @@ _SELF_CHECKS = frozenset({
     "problems",                                            # zcrx/engine.py
     "tracepoint_problems",                                 # cpumap.py (CPUMAP-LIVE-001)
     "rss_hash_type_violations", "rss_hash_type_ok",        # kfuncs.py (KFUNC-RSS-002/003)
+    "is_valid_rss_hash_type",                              # kfuncs.py (the same judge)
 })
 #: Builtins whose swapped arguments are only a TypeError, or change nothing (min, max).
 _NO_SWAP = frozenset({"isinstance", "issubclass", "getattr", "setattr", "hasattr", "min", "max"})
