@@ -298,6 +298,34 @@ def test_again_reruns_the_survivors_of_an_earlier_run_by_their_text(
     assert "--again" in err and "not a results file" in err and len(err.splitlines()) == 1
 
 
+def test_a_run_stopped_part_way_resumes_from_its_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran: list[str] = []
+
+    def fake_run(mutant: Mutant, components: tuple[str, ...], **_: object
+                 ) -> runner.MutantResult:
+        ran.append(mutant.id)
+        return runner.classify(mutant, components, 0, "", (), 0.5)
+
+    monkeypatch.setattr(runner, "run_mutant", fake_run)
+    argv = ["mutate", "--module", "reference/tun.py", "--operator", "bool", "--all",
+            "--out", str(tmp_path), "-j", "1"]
+    assert cli.main(argv) == 0
+    first = report.read_jsonl(tmp_path / report.RESULTS)
+    assert len(first) == len(ran) >= 3 and not (tmp_path / report.PARTIAL).exists()
+    # stopped after one result and half a line: --resume keeps the one, runs the rest
+    line = (tmp_path / report.RESULTS).read_text().splitlines()[0]
+    (tmp_path / report.PARTIAL).write_text(line + "\n" + line[:20])
+    ran.clear()
+    assert cli.main([*argv, "--resume"]) == 0
+    assert "resuming: 1 results kept" in capsys.readouterr().err
+    assert ran == [r.mutant.id for r in first[1:]]
+    assert report.read_jsonl(tmp_path / report.RESULTS) == first
+    assert cli.main([*argv, "--resume"]) == 2  # the journal is gone once a run completes
+    assert "nothing to resume" in capsys.readouterr().err
+
+
 def test_reach_reads_coverage_json_per_module() -> None:
     doc = {"files": {
         str(ROOT / "reference" / "rss.py"): {"summary": {

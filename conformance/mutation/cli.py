@@ -76,6 +76,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     m.add_argument("--again", type=Path, metavar="DIR",
                    help="run the current mutants matching DIR/results.jsonl's survivors "
                         "(by module, function, operator and text: line numbers move)")
+    m.add_argument("--resume", action="store_true",
+                   help="keep the results DIR/results.partial.jsonl already holds (a run "
+                        "stopped part-way, on the same source) and run only the rest")
     m.add_argument("--list", action="store_true", help="list the selected mutants, run nothing")
     m.add_argument("--coverage", action="store_true",
                    help="instead: branch coverage of reference/ by the ci suite, per module")
@@ -202,26 +205,58 @@ def _run(args: argparse.Namespace, mutants: list[Mutant],
         args.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"--out {args.out}: {exc.strerror}") from None
-    done = 0
+    journal = args.out / report.PARTIAL
+    kept = _resumed(journal, mutants) if args.resume else []
+    done_ids = {r.mutant.id for r in kept}
+    todo = [m for m in mutants if m.id not in done_ids]
+    if kept:
+        print(f"resuming: {len(kept)} results kept, {len(todo)} mutants to run",
+              file=sys.stderr, flush=True)
+    done = len(kept)
     start = time.monotonic()
 
-    def progress(result: runner.MutantResult) -> None:
-        nonlocal done
-        done += 1
-        m = result.mutant
-        print(f"[{done}/{len(mutants)}] {result.outcome:<15} {m.path}:{m.line} {m.operator} "
-              f"{m.description} ({result.seconds:.1f}s)", file=sys.stderr, flush=True)
+    with journal.open("a" if args.resume else "w") as log:
 
-    results = runner.run_all(((m, checked_by[m.path]) for m in mutants), root=ROOT,
-                             jobs=args.jobs, limits=limits, on_result=progress)
+        def progress(result: runner.MutantResult) -> None:
+            nonlocal done
+            done += 1
+            report.append_jsonl(log, result)  # a long run stopped part-way keeps its work
+            m = result.mutant
+            print(f"[{done}/{len(mutants)}] {result.outcome:<15} {m.path}:{m.line} "
+                  f"{m.operator} {m.description} ({result.seconds:.1f}s)",
+                  file=sys.stderr, flush=True)
+
+        fresh = runner.run_all(((m, checked_by[m.path]) for m in todo), root=ROOT,
+                               jobs=args.jobs, limits=limits, on_result=progress)
     wall = time.monotonic() - start
+    order = {m.id: i for i, m in enumerate(mutants)}
+    results = sorted([*kept, *fresh], key=lambda r: order[r.mutant.id])
     report.write_jsonl(args.out / report.RESULTS, results)
+    journal.unlink()
     selection = "all" if args.all else f"sample {args.sample}, seed {args.seed}"
     cpu = sum(r.cpu_seconds for r in results)
     header = (f"{len(results)} mutants ({selection}), -j {args.jobs}: wall time {wall:.0f} s, "
               f"CPU time {cpu:.0f} s")
     (args.out / "header.txt").write_text(header + "\n")
     return _write_summary(args.out, results, header)
+
+
+def _resumed(journal: Path, mutants: list[Mutant]) -> list[MutantResult]:
+    """The journal's results for mutants of this selection (a result per mutant, the last)."""
+    from conformance.mutation import report
+
+    if not journal.exists():
+        raise UsageError(f"--resume: {journal} does not exist (nothing to resume)")
+    text = journal.read_text()
+    if not text.endswith("\n"):  # the run was killed while writing its last line
+        text = text[:text.rfind("\n") + 1]
+    try:
+        earlier = report.parse_jsonl(text)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"--resume: {journal} is not a results file "
+                         f"({type(exc).__name__}: {exc})") from None
+    wanted = {m.id for m in mutants}
+    return list({r.mutant.id: r for r in earlier if r.mutant.id in wanted}.values())
 
 
 def _rejudge(out: Path) -> int:

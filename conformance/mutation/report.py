@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TextIO
 
 from conformance.mutation.equivalents import Equivalent
 from conformance.mutation.runner import CRASHED, KILLED, SURVIVED, TIMED_OUT, MutantResult
 
 RESULTS = "results.jsonl"
+#: Results as they arrive, while a run lasts (``--resume`` reads it after an interruption).
+PARTIAL = "results.partial.jsonl"
 SUMMARY = "summary.md"
 
 
@@ -24,9 +27,19 @@ def write_jsonl(path: Path, results: Iterable[MutantResult]) -> None:
                             for r in results))
 
 
+def append_jsonl(stream: TextIO, result: MutantResult) -> None:
+    """One result appended to an open journal, flushed (a kill loses at most a line)."""
+    stream.write(json.dumps(result.to_json(), separators=(",", ":")) + "\n")
+    stream.flush()
+
+
 def read_jsonl(path: Path) -> list[MutantResult]:
+    return parse_jsonl(path.read_text())
+
+
+def parse_jsonl(text: str) -> list[MutantResult]:
     return [MutantResult.from_json(json.loads(line))
-            for line in path.read_text().splitlines() if line.strip()]
+            for line in text.splitlines() if line.strip()]
 
 
 def summary(
