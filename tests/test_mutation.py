@@ -288,7 +288,7 @@ def test_again_reruns_the_survivors_of_an_earlier_run_by_their_text(
     moved = Mutant.from_json({**survivor.to_json(), "line": survivor.line + 3,
                               "end_line": survivor.end_line + 3})
     results = [runner.classify(moved, ("tun",), 0, "", (), 1.0),
-               runner.classify(killed, ("tun",), 1, "", ("TUN-XDP-001",), 1.0)]
+               runner.classify(killed, ("tun",), 1, "", ("TUN-BUF-001",), 1.0)]
     report.write_jsonl(tmp_path / report.RESULTS, results)
     assert cli.main(["mutate", "--list", "--again", str(tmp_path)]) == 0
     assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == [survivor.id]
