@@ -28,6 +28,7 @@ grew.
 | ``checksum.py`` | fec, mlx5 | both drivers' checksum offload |
 | ``kfuncs.py`` | kfunc, xdp, veth, rss | dispatch, kfunc ops, veth's ops, hash types (rss) |
 | ``xdp/frame.py``, ``xdp/mem.py`` | xdp, cpumap | frame conversion and memory return feed cpumap |
+| ``xdp/buff.py`` | xdp, veth, mlx5 | mlx5 reuses its buffer per RQ: a stale field shows there |
 | ``xdp/*`` (the rest) | xdp, veth | the generic buffer path and veth's |
 | ``page_pool/*`` | page_pool, cpumap | cpumap recycles pages through the pool |
 | ``kernel.py`` | fec, tun, kfunc, xdp, page_pool, cpumap, zcrx, mlx5 | their version gates |
@@ -70,6 +71,7 @@ TABLE: tuple[tuple[str, tuple[str, ...]], ...] = (
                              "mlx5")),
     ("reference/xdp/frame.py", ("xdp", "cpumap")),
     ("reference/xdp/mem.py", ("xdp", "cpumap")),
+    ("reference/xdp/buff.py", ("xdp", "veth", "mlx5")),
     ("reference/xdp/*", ("xdp", "veth")),
     ("reference/page_pool/*", ("page_pool", "cpumap")),
 )
