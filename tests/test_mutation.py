@@ -326,6 +326,14 @@ def test_a_run_stopped_part_way_resumes_from_its_journal(
     assert "nothing to resume" in capsys.readouterr().err
 
 
+def test_a_constant_nothing_reads_is_not_mutated() -> None:
+    source = "A = 1\nB: int = (\n    2)\nC, D = 3, 4\nprint(A, mod.D)\n"
+    assert sampling._unread_constant_lines(source, frozenset({"A", "D", "print", "mod"})) \
+        == {2, 3}  # B alone is unread; C is bound with D, which is read
+    candidates = sampling.candidates(ROOT, ["reference/fec/bufdesc.py"])
+    assert candidates and not any("BD_SC_EMPTY" in m.code for m in candidates)
+
+
 def test_reach_reads_coverage_json_per_module() -> None:
     doc = {"files": {
         str(ROOT / "reference" / "rss.py"): {"summary": {

@@ -6,10 +6,17 @@ turn, so a small sample still covers every component instead of mirroring the mo
 sizes (mlx5 and page_pool alone would otherwise take most of it).  Candidates are only
 checked (:meth:`~conformance.mutation.mutator.Mutant.valid`) when drawn, which keeps the
 cost of a sample independent of the size of ``reference/``.
+
+A module-level constant that no code of ``reference/`` or ``conformance/`` reads (a
+header's value kept for the reader, a uapi constant the model never uses) is not a
+candidate: no target answer can depend on it, so each of its mutants would only be one
+more equivalent to judge by hand.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import importlib
 import random
 from collections.abc import Iterable, Sequence
@@ -28,8 +35,39 @@ def candidates(root: Path, modules: Iterable[str]) -> list[Mutant]:
     found: list[Mutant] = []
     for path in modules:
         namespace = vars(importlib.import_module(module_name(path)))
-        found += mutants_of_source((root / path).read_text(), path, namespace)
+        source = (root / path).read_text()
+        unread = _unread_constant_lines(source, _names_read(root))
+        found += [m for m in mutants_of_source(source, path, namespace)
+                  if m.function or m.stmt_line not in unread]
     return found
+
+
+@functools.cache
+def _names_read(root: Path) -> frozenset[str]:
+    """Every name loaded, and every attribute read, by the code of reference/ and
+    conformance/ (the mutation tool itself aside)."""
+    names: set[str] = set()
+    files = [*(root / "reference").rglob("*.py"), *(root / "conformance").rglob("*.py")]
+    for file in files:
+        if "mutation" in file.relative_to(root).parts:
+            continue
+        for node in ast.walk(ast.parse(file.read_text())):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                names.add(node.attr)
+    return frozenset(names)
+
+
+def _unread_constant_lines(source: str, read: frozenset[str]) -> frozenset[int]:
+    """The lines of module-level assignments binding only names nothing reads."""
+    lines: set[int] = set()
+    for stmt in ast.parse(source).body:
+        targets = (stmt.targets if isinstance(stmt, ast.Assign)
+                   else [stmt.target] if isinstance(stmt, ast.AnnAssign) else [])
+        if targets and all(isinstance(t, ast.Name) and t.id not in read for t in targets):
+            lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+    return frozenset(lines)
 
 
 def every_valid(root: Path, mutants: Sequence[Mutant]) -> list[Mutant]:
