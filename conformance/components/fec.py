@@ -787,10 +787,17 @@ def family_scenarios() -> list[tuple[str, Scenario]]:
         [{"op": "xdp_xmit", "frames": [0, 1, 2]}, {"op": "tx_done", "count": 2},
          {"op": "napi"}, {"op": "restart"}, {"op": "xdp_xmit", "frames": [1, 2]},
          {"op": "tx_done", "count": 1}, {"op": "napi"}, {"op": "close"}])
-    # FEC-TX-002, FEC-XDP-008: f601899e4321's XDP_TX meeting a full ring (the conversion
-    # is paid, no XDP_TX counter moves); FEC-DEV-001: more frames than RX descriptors.
-    add("xdp-tx-frame-ring-full", ("FEC-TX-002", "FEC-XDP-008"),
-        {"xdp_tx_frame": True, "tx_ring_size": 20}, tx_frames, program=xdp_tx)
+    # FEC-TX-002, FEC-XDP-005, FEC-XDP-008: XDP_TX meeting a full ring (20 descriptors:
+    # the second frame finds 17 free), counted as rx_xdp_tx_errors, and in f601899e4321's
+    # XDP_TX with the conversion paid and no XDP_TX counter.
+    for frame_mode in (False, True):
+        add(f"xdp-tx-ring-full-frame-{frame_mode}", ("FEC-TX-002", "FEC-XDP-008"),
+            {"xdp_tx_frame": frame_mode, "tx_ring_size": 20}, tx_frames, program=xdp_tx)
+    # FEC-DEV-001: more frames than RX descriptors; FEC-RX-002: polls that stop at the
+    # budget (1, then 0) with written descriptors left.
     add("rx-ring-full", ("FEC-DEV-001",), {"rx_ring_size": 2}, tx_frames,
         [{"op": "rx"}, {"op": "napi"}, {"op": "rx", "frames": [2]}, {"op": "napi"}])
+    add("rx-budget", ("FEC-RX-002",), {}, tx_frames,
+        [{"op": "rx"}, {"op": "napi", "budget": 1}, {"op": "napi", "budget": 0},
+         {"op": "napi"}, {"op": "stack_free"}])
     return out
