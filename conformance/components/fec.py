@@ -345,7 +345,8 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     its frame (truncation FEC-DEV-003, checksum verdict FEC-DEV-004, VLAN bit
     FEC-DEV-006, split FEC-DEV-007); a TX completion by what produced it (a poll, a poll
     after a budget-0 one held XDP buffers back, restart or close) and its error by the
-    MAC's status too (FEC-DEV-008), the wire by the MAC's send; the RX ring by its last
+    MAC's status too (FEC-DEV-008), an XDP_TX one in f601899e4321's mode also by what
+    that XDP_TX stored (FEC-XDP-008), the wire by the MAC's send; the RX ring by its last
     writer, then the writers of every slot's words (open FEC-RX-001, the MAC, NAPI's
     re-arm, restart); the TX rings by the rules that wrote TX descriptors, latest first
     (open, the fill FEC-TX-003, the MAC FEC-DEV-008, completion FEC-TX-005, restart);
@@ -406,6 +407,12 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
             if index < len(origins):
                 if path.endswith("].error") and origins[index] == ("FEC-TX-005",):
                     return ("FEC-TX-005", "FEC-DEV-008")  # the status the MAC wrote
+                completions = obs["tx_completions"]
+                if (cfg.xdp_tx_frame and index < len(completions)
+                        and completions[index]["type"] == "FEC_TXBUF_T_XDP_TX"):
+                    # f601899e4321's XDP_TX stored an xdp_frame, not the page: how the
+                    # buffer goes back follows from what FEC-XDP-008 put in the slot.
+                    return (*origins[index], "FEC-XDP-008")
                 return tuple(origins[index])
         if path == "rx_ring":  # the last writer, every slot's writers, the layout
             layout = (("FEC-BD-002", "FEC-BD-004") if cfg.bufdesc_ex else ("FEC-BD-001",))
