@@ -104,9 +104,9 @@ def test_byte_orders_differ_as_the_header_says() -> None:
 @pytest.mark.rule("FEC-BD-005")
 def test_truncated_and_out_of_range() -> None:
     with pytest.raises(Truncated):
-        Bufdesc.unpack(b"\x00" * 7)
+        Bufdesc.unpack(b"\x00" * 7, 0, ByteOrder.LITTLE)
     with pytest.raises(Truncated):
-        BufdescEx.unpack(b"\x00" * 40, 16)
+        BufdescEx.unpack(b"\x00" * 40, 16, ByteOrder.BIG)
     with pytest.raises(MalformedInput):
         Bufdesc(cbd_datlen=0x10000)
     with pytest.raises(MalformedInput):

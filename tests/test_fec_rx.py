@@ -513,3 +513,28 @@ def test_idle_rx_queues_add_their_filled_pools_to_ethtool() -> None:
     assert three["rx_pp_recycle_cached"] == one["rx_pp_recycle_cached"]
     with pytest.raises(InvalidConfig):
         FecConfig(num_rx_queues=4)
+
+
+@pytest.mark.rule("FEC-TX-007", "FEC-TX-005")
+def test_restart_unmaps_ndo_slots_by_type_and_close_does_not() -> None:
+    """fec_enet_bd_init unmaps every pending NDO mapping; fec_enet_free_buffers returns the
+    frame and leaves the mapping; a completed slot is SKB again, so restart skips it."""
+    events = ({"op": "xdp_xmit", "frames": [0, 0, 0]}, {"op": "tx_done", "count": 2},
+              {"op": "napi"}, {"op": "restart"}, {"op": "xdp_xmit", "frames": [0, 0]},
+              {"op": "close"})
+    scenario = Scenario(component="fec", config={"rx_ring_size": 4, "tx_ring_size": 40},
+                        frames=(UDP_FRAME,), events=events)
+    obs = component.run(scenario)
+    # two completions (2 unmaps), restart with one NDO frame pending (1), close with two
+    # pending (no unmap)
+    assert obs["dma"]["unmaps"] == 3
+    assert [c["type"] for c in obs["tx_completions"]] == ["FEC_TXBUF_T_XDP_NDO"] * 5
+    assert [c["bytes"] for c in obs["tx_completions"]] == [len(UDP_FRAME)] * 2 + [0] * 3
+    fep = _open()
+    frames = component._ndo_frames(fep, [UDP_FRAME])
+    assert tx.xdp_xmit(fep, frames) == 1
+    device.transmit(fep, 0)
+    tx.tx_queue(fep, 0, 64)
+    assert fep.txqs[0].tx_buf[0].type is TxBufType.FEC_TXBUF_T_SKB
+    assert fep.syncs.unmaps == 1
+    assert rx.fec_restart(fep) == [] and fep.syncs.unmaps == 1

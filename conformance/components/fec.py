@@ -23,7 +23,8 @@ observables: ``packets`` (one per RX descriptor the driver consumed), ``tx_compl
          ``page_pool``, ``conservation``, ``ops`` (``xdp_do_flush``: the polls that
          flushed the redirect lists, FEC-XDP-006), ``rx_ring`` (the ring bytes at the end),
          ``dma``: fec's own syncs for the CPU and for the device as ``[offset in page,
-         length]`` in call order, its TX unmaps, and the pool's maps, unmaps and syncs for
+         length]`` in call order, its TX unmaps (completion and restart, FEC-TX-005,
+         FEC-TX-007), and the pool's maps, unmaps and syncs for
          the device (``[offset in page, length]``); ``tx_rings`` (each TX queue's ring
          bytes at the end).
 """
@@ -40,7 +41,12 @@ from conformance.components import Component, libblame
 from conformance.components.xdp import op_lists
 from conformance.readable import config_text, value_text
 from conformance.scenario import Scenario
-from conformance.strategies.frames import ethernet_frames, udp_length_frames
+from conformance.strategies.frames import (
+    LENGTH_FIELD_VALUES,
+    ethernet_frames,
+    length_field_frames,
+    udp_length_frames,
+)
 from reference import page_pool as pp
 from reference.errors import InvalidConfig
 from reference.fec import device, rx, tx
@@ -339,10 +345,12 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     its frame (truncation FEC-DEV-003, checksum verdict FEC-DEV-004, VLAN bit
     FEC-DEV-006, split FEC-DEV-007); a TX completion by what produced it (a poll, a poll
     after a budget-0 one held XDP buffers back, restart or close) and its error by the
-    MAC's status too (FEC-DEV-008), the wire by the MAC's send; the RX ring by its last
+    MAC's status too (FEC-DEV-008), an XDP_TX one in f601899e4321's mode also by what
+    that XDP_TX stored (FEC-XDP-008), the wire by the MAC's send; the RX ring by its last
     writer, then the writers of every slot's words (open FEC-RX-001, the MAC, NAPI's
     re-arm, restart); the TX rings by the rules that wrote TX descriptors, latest first
     (open, the fill FEC-TX-003, the MAC FEC-DEV-008, completion FEC-TX-005, restart);
+    fec's TX unmaps by completion, and after a restart also by the restart's (FEC-TX-007);
     after a close, the pool's state and the zeroed XDP counters by the
     close rule."""
     blame: dict[str, Any] = {}
@@ -399,6 +407,12 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
             if index < len(origins):
                 if path.endswith("].error") and origins[index] == ("FEC-TX-005",):
                     return ("FEC-TX-005", "FEC-DEV-008")  # the status the MAC wrote
+                completions = obs["tx_completions"]
+                if (cfg.xdp_tx_frame and index < len(completions)
+                        and completions[index]["type"] == "FEC_TXBUF_T_XDP_TX"):
+                    # f601899e4321's XDP_TX stored an xdp_frame, not the page: how the
+                    # buffer goes back follows from what FEC-XDP-008 put in the slot.
+                    return (*origins[index], "FEC-XDP-008")
                 return tuple(origins[index])
         if path == "rx_ring":  # the last writer, every slot's writers, the layout
             layout = (("FEC-BD-002", "FEC-BD-004") if cfg.bufdesc_ex else ("FEC-BD-001",))
@@ -408,6 +422,8 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         if path.startswith("tx_rings["):  # the latest writer first, then the layout
             layout = (("FEC-BD-002", "FEC-BD-004") if cfg.bufdesc_ex else ("FEC-BD-001",))
             return _dedup((*tx_writers, *layout, "FEC-BD-003", "FEC-BD-006"))
+        if path == "dma.unmaps" and "restart" in ops:  # completions, then the restart's
+            return ("FEC-TX-005", "FEC-TX-007")  # by the slots' types (FEC-TX-007)
         if closed and (path.startswith("page_pool.") or path.startswith("ethtool.rx_xdp_")):
             return ("FEC-RX-016",)
         if "stack_free" in ops and path.startswith("ethtool.rx_pp_recycle_"):
@@ -500,7 +516,9 @@ def shrink_then_drop(draw: st.DrawFn) -> list[dict[str, Any]]:
 def scenarios(draw: st.DrawFn, *, drops: bool = False) -> Scenario:
     """Both byte orders, both descriptor kinds, small rings; XDP programs from the xdp
     component's op lists; sometimes faults, giants, a refill failure, ndo frames."""
-    frames = draw(st.lists(st.one_of(ethernet_frames(), ethernet_frames(), giant_frames()),
+    # FEC-RX-010: a sixth of the frames carry a type/length at the 0x0600 boundary.
+    frames = draw(st.lists(st.one_of(ethernet_frames(), ethernet_frames(),
+                                     giant_frames() | length_field_frames()),
                            min_size=1, max_size=4))
     config: dict[str, Any] = {
         "byte_order": draw(st.sampled_from(["little", "big"])),
@@ -527,7 +545,8 @@ def scenarios(draw: st.DrawFn, *, drops: bool = False) -> Scenario:
     if draw(st.integers(0, 3)) == 0:
         config["redirect_ok"] = True  # FEC-XDP-006: the redirect finds a target
     kind = draw(st.sampled_from(["default", "default", "refill", "ndo", "restart", "budget0",
-                                 "close_tx", "budget0_tx", "restart_more", "partial"]))
+                                 "close_tx", "budget0_tx", "restart_more", "partial",
+                                 "ndo_restart"]))
     if kind == "budget0_tx" or (kind in ("close_tx", "restart_more") and draw(st.booleans())):
         program = ({"op": "return", "action": 3},)  # XDP_TX: frames in flight on TX
     status = draw(_TX_STATUS)
@@ -565,6 +584,15 @@ def scenarios(draw: st.DrawFn, *, drops: bool = False) -> Scenario:
         events += [{"op": "restart"}, {"op": "rx", "frames": list(range(first, len(frames)))},
                    {"op": "napi"}, {"op": "tx_done", "status": status}, {"op": "napi"},
                    {"op": "stack_free"}, {"op": "close"}]
+    elif kind == "ndo_restart":  # FEC-TX-005, FEC-TX-007: NDO slots done or pending at
+        # a restart (which unmaps by slot type), then more NDO frames pending at close
+        every = list(range(len(frames)))
+        events = [{"op": "xdp_xmit", "frames": every},
+                  {"op": "tx_done", "count": draw(st.integers(0, 2)), "status": status},
+                  {"op": "napi"}, {"op": "restart"}, {"op": "xdp_xmit", "frames": every},
+                  {"op": "rx"}, {"op": "napi"},
+                  {"op": "tx_done", "count": draw(st.integers(0, 1))}, {"op": "napi"},
+                  {"op": "stack_free"}, {"op": "close"}]
     elif kind == "partial":  # FEC-DEV-005: descriptors the MAC wrote, NAPI did not take
         config["bufdesc_ex"] = True  # their enhanced words are visible in ``rx_ring``
         events = [{"op": "rx"}, {"op": "napi", "budget": draw(st.integers(0, 1))}]
@@ -626,7 +654,9 @@ def board_scenarios(draw: st.DrawFn, fixed: Mapping[str, Any] = IMX6Q,
     :func:`scenarios` draws what the model can reach (both byte orders, small rings,
     faults); a real or emulated MAC reproduces only this subset, which these draw whole
     instead of leaving every generic example not applicable."""
-    frames = draw(st.lists(ethernet_frames(), min_size=1, max_size=8))
+    frames = draw(st.lists(st.one_of(ethernet_frames(), ethernet_frames(), ethernet_frames(),
+                                     length_field_frames()),  # FEC-RX-010
+                           min_size=1, max_size=8))
     config: dict[str, Any] = {"rx_csum": draw(st.booleans()), "vlan_rx": draw(st.booleans()),
                               **fixed}
     program: tuple[dict[str, Any], ...] | None = None
@@ -688,7 +718,7 @@ def family_scenarios() -> list[tuple[str, Scenario]]:
     descriptors (FEC-DEV-007), XDP_TX sent with every TX status (FEC-DEV-008), the ring
     as open left it (FEC-RX-001), XDP_REDIRECT with and without a target (FEC-XDP-006),
     budget-0 polls while XDP_TX frames are out (FEC-TX-006), a restart mid-run
-    (FEC-RX-013)."""
+    (FEC-RX-013), type/length fields at the 0x0600 boundary (FEC-RX-010)."""
     from scapy.layers.l2 import Ether
 
     base = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02", type=0x88B5))
@@ -721,6 +751,15 @@ def family_scenarios() -> list[tuple[str, Scenario]]:
     for vlan_rx in (True, False):  # FEC-DEV-006, FEC-RX-009
         add(f"vlan-rx-{vlan_rx}", ("FEC-DEV-006", "FEC-RX-009"),
             {"bufdesc_ex": True, "vlan_rx": vlan_rx}, tags)
+    # FEC-RX-010: type/length fields at the 0x0600 boundary with and without Novell's
+    # 0xFFFF, bare and behind a stripped 802.1Q tag.
+    lengths = [bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02", type=v))
+               + start + bytes(40) for v in LENGTH_FIELD_VALUES
+               for start in (b"\xff\xff", b"\xaa\xaa\x03")]
+    lengths += [_tagged(f, 0x8100, 0x2003) for f in lengths[4:8]]
+    for vlan_rx in (True, False):
+        add(f"ethertype-boundary-vlan-rx-{vlan_rx}", ("FEC-RX-010",),
+            {"bufdesc_ex": True, "vlan_rx": vlan_rx, "rx_ring_size": 16}, lengths)
     for racc in (True, False):  # FEC-DEV-007
         add(f"split-racc-{racc}", ("FEC-DEV-007",),
             {"racc": racc, "faults": {"0": ["split"], "2": ["split", "crc"]}},
@@ -749,4 +788,23 @@ def family_scenarios() -> list[tuple[str, Scenario]]:
         [{"op": "rx", "frames": [0, 1]}, {"op": "napi"}, {"op": "restart"},
          {"op": "rx", "frames": [2]}, {"op": "napi"}, {"op": "tx_done"}, {"op": "napi"},
          {"op": "stack_free"}, {"op": "close"}], xdp_tx)
+    # FEC-TX-005, FEC-TX-007: ndo_xdp_xmit slots completed, then a restart (every NDO-typed
+    # slot unmapped), more NDO frames, a close with one still pending.
+    add("ndo-restart-close", ("FEC-TX-005", "FEC-TX-007"), {"num_tx_queues": 2}, tx_frames,
+        [{"op": "xdp_xmit", "frames": [0, 1, 2]}, {"op": "tx_done", "count": 2},
+         {"op": "napi"}, {"op": "restart"}, {"op": "xdp_xmit", "frames": [1, 2]},
+         {"op": "tx_done", "count": 1}, {"op": "napi"}, {"op": "close"}])
+    # FEC-TX-002, FEC-XDP-005, FEC-XDP-008: XDP_TX meeting a full ring (20 descriptors:
+    # the second frame finds 17 free), counted as rx_xdp_tx_errors, and in f601899e4321's
+    # XDP_TX with the conversion paid and no XDP_TX counter.
+    for frame_mode in (False, True):
+        add(f"xdp-tx-ring-full-frame-{frame_mode}", ("FEC-TX-002", "FEC-XDP-008"),
+            {"xdp_tx_frame": frame_mode, "tx_ring_size": 20}, tx_frames, program=xdp_tx)
+    # FEC-DEV-001: more frames than RX descriptors; FEC-RX-002: polls that stop at the
+    # budget (1, then 0) with written descriptors left.
+    add("rx-ring-full", ("FEC-DEV-001",), {"rx_ring_size": 2}, tx_frames,
+        [{"op": "rx"}, {"op": "napi"}, {"op": "rx", "frames": [2]}, {"op": "napi"}])
+    add("rx-budget", ("FEC-RX-002",), {}, tx_frames,
+        [{"op": "rx"}, {"op": "napi", "budget": 1}, {"op": "napi", "budget": 0},
+         {"op": "napi"}, {"op": "stack_free"}])
     return out

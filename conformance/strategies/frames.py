@@ -197,3 +197,22 @@ def udp_length_frames() -> list[bytes]:
             bytes(eth / IP(src="10.0.0.1", dst="10.0.0.2", proto=58)
                   / bytes(ICMPv6EchoRequest(cksum=0x1234))),
             bytes(eth / IPv6(src="fd00::1", dst="fd00::2", nh=1) / ICMP(chksum=0x1111))]
+
+
+#: Type/length values around the 0x0600 boundary ``eth_type_trans`` draws (FEC-RX-010):
+#: the largest 802.3 length 0x05DC (1500), 0x05FF (the last value read as a length),
+#: 0x0600 (the first read as an ethertype), 0x0601, 0x06FF (the low byte the kernel's
+#: little-endian test masks off) and 0 (a zero length).
+LENGTH_FIELD_VALUES = (0x0000, 0x05DC, 0x05FF, 0x0600, 0x0601, 0x06FF)
+
+
+@st.composite
+def length_field_frames(draw: st.DrawFn) -> bytes:
+    """Frames whose type/length field sits at the ethertype/length boundary, with a
+    payload that opens with 0xFFFF (Novell's raw 802.3), an 802.2 LLC/SNAP header or
+    anything: what tells ``eth_type_trans``'s three answers apart, and a ``>`` from a
+    ``>=`` at 0x0600."""
+    field = draw(st.sampled_from(LENGTH_FIELD_VALUES))
+    start = draw(st.sampled_from([b"\xff\xff", b"\xaa\xaa\x03", b"\xff\xfe", b""]))
+    body = start + draw(st.binary(max_size=46))
+    return bytes(Ether(src=draw(macs), dst=draw(macs), type=field) / Raw(body))

@@ -172,6 +172,10 @@ class Bufdesc:
     cbd_sc: int = 0
     cbd_bufaddr: int = 0
 
+    # FEC-BD-001: pack and unpack take the byte order without a default: the layout is
+    # the kernel build's (the ring's ``order``), and a default would hide a caller that
+    # dropped it.
+
     def __attrs_post_init__(self) -> None:
         # FEC-BD-005: one packing attempt checks every width; only when it fails are the
         # fields walked, in declaration order, to name the first that does not fit.
@@ -179,13 +183,13 @@ class Bufdesc:
             _check_fields(self, _BD_BITS)
 
     @classmethod
-    def unpack(cls, buf: bytes | bytearray | memoryview, offset: int = 0,
-               order: ByteOrder = ByteOrder.LITTLE) -> Bufdesc:
+    def unpack(cls, buf: bytes | bytearray | memoryview, offset: int,
+               order: ByteOrder) -> Bufdesc:
         _need(buf, offset, BUFDESC_SIZE, "bufdesc")
         a, b, addr = _BD[order].unpack_from(buf, offset)
         return cls(a, b, addr) if order is ByteOrder.LITTLE else cls(b, a, addr)
 
-    def pack(self, order: ByteOrder = ByteOrder.LITTLE) -> bytes:
+    def pack(self, order: ByteOrder) -> bytes:
         if order is ByteOrder.LITTLE:
             return _BD[order].pack(self.cbd_datlen, self.cbd_sc, self.cbd_bufaddr)
         return _BD[order].pack(self.cbd_sc, self.cbd_datlen, self.cbd_bufaddr)
@@ -223,14 +227,14 @@ class BufdescEx:
         return Bufdesc(self.cbd_datlen, self.cbd_sc, self.cbd_bufaddr)
 
     @classmethod
-    def unpack(cls, buf: bytes | bytearray | memoryview, offset: int = 0,
-               order: ByteOrder = ByteOrder.LITTLE) -> BufdescEx:
+    def unpack(cls, buf: bytes | bytearray | memoryview, offset: int,
+               order: ByteOrder) -> BufdescEx:
         _need(buf, offset, BUFDESC_EX_SIZE, "bufdesc_ex")
         a, b, addr, esc, prot, bdu, ts, r0, r1, r2, r3 = _BD_EX[order].unpack_from(buf, offset)
         datlen, sc = (a, b) if order is ByteOrder.LITTLE else (b, a)
         return cls(datlen, sc, addr, esc, prot, bdu, ts, (r0, r1, r2, r3))
 
-    def pack(self, order: ByteOrder = ByteOrder.LITTLE) -> bytes:
+    def pack(self, order: ByteOrder) -> bytes:
         a, b = ((self.cbd_datlen, self.cbd_sc) if order is ByteOrder.LITTLE
                 else (self.cbd_sc, self.cbd_datlen))
         return _BD_EX[order].pack(a, b, self.cbd_bufaddr, self.cbd_esc, self.cbd_prot,

@@ -342,7 +342,8 @@ def napi_poll(fep: Fep, budget: int, program_for: Callable[[int], Program | None
 def fec_restart(fep: Fep, trace: Trace | None = None) -> list[TxCompletion]:
     """``fec_enet_bd_init`` under ``fec_restart`` (FEC-RX-013, FEC-TX-007): RX slots are
     re-armed in place (EMPTY where a buffer address exists, WRAP on the last), pages
-    kept; pending TX buffers are released; the MAC starts again at the ring bases."""
+    kept; pending TX buffers are released, NDO mappings unmapped; the MAC starts again at
+    the ring bases."""
     ring = fep.rxq.ring
     for i in range(ring.size):
         bd = ring.get(i)
@@ -351,7 +352,7 @@ def fec_restart(fep: Fep, trace: Trace | None = None) -> list[TxCompletion]:
             sc |= BD_SC_WRAP
         ring.put(i, attrs.evolve(bd, cbd_sc=sc))
     fep.rxq.cur = 0
-    released = release_tx_buffers(fep, trace)
+    released = release_tx_buffers(fep, trace, restart=True)
     for txq in fep.txqs:
         for i in range(txq.ring.size):
             sc = BD_SC_WRAP if i == txq.ring.size - 1 else 0
@@ -378,7 +379,7 @@ def fec_enet_close(fep: Fep, trace: Trace | None = None) -> list[TxCompletion]:
     rxq.stats[:] = [0] * len(rxq.stats)
     pool.destroy(trace)  # the xdp_rxq_info unregistration drops the XDP mem user
     pool.destroy(trace)
-    released = release_tx_buffers(fep, trace)
+    released = release_tx_buffers(fep, trace, restart=False)
     if pool.state is pp.PoolState.DETACHED:
         pool.release_retry(trace)
     fep.running = False

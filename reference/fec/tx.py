@@ -213,18 +213,32 @@ def tx_queue(fep: Fep, queue: int, budget: int, trace: Trace | None = None
     return done
 
 
-def release_tx_buffers(fep: Fep, trace: Trace | None = None) -> list[TxCompletion]:
-    """The TX half of ``fec_enet_bd_init`` / ``fec_enet_free_buffers`` (FEC-TX-007):
-    every pending buffer is released outside NAPI: XDP_TX pages with sync length 0 and
-    no direct recycling, NDO frames with ``xdp_return_frame``."""
+def release_tx_buffers(fep: Fep, trace: Trace | None = None, *, restart: bool
+                       ) -> list[TxCompletion]:
+    """The TX half of ``fec_enet_bd_init`` (``restart``) / ``fec_enet_free_buffers``
+    (FEC-TX-007): every slot is released by its recorded type, outside NAPI: XDP_TX pages
+    with sync length 0 and no direct recycling, NDO frames with ``xdp_return_frame``;
+    then the slot is empty and FEC_TXBUF_T_SKB again.
+
+    Only the restart unmaps an NDO slot's mapping (``fec_enet_bd_init``: v7.3 whatever
+    the address, 6.12 when it is non-zero, which for an NDO slot a correct driver leaves
+    is the same); ``fec_enet_free_buffers`` returns the frame and leaves the mapping.
+    The type alone decides: an NDO slot whose frame is gone (a completion that did not
+    restore FEC_TXBUF_T_SKB, FEC-TX-005) is still unmapped at restart."""
     out: list[TxCompletion] = []
     for q, txq in enumerate(fep.txqs):
         for index, buf in enumerate(txq.tx_buf):
-            if buf.buf_p is not None:
-                if buf.type is TxBufType.FEC_TXBUF_T_XDP_NDO:
+            if buf.type is TxBufType.FEC_TXBUF_T_XDP_NDO:
+                if restart:
+                    fep.syncs.unmaps += 1
+                if buf.buf_p is not None:  # (v7.3 would return a NULL frame: an oops)
                     fate = _ndo_fate(xdp_return_frame(buf.buf_p, trace=trace))
                     fep.ndo_returned.append(buf.buf_p)
-                elif isinstance(buf.buf_p, XdpFrame):
+                    emit(trace, "FEC-TX-007", "pending TX buffer released", slot=index,
+                         type=buf.type.name, fate=fate, unmapped=restart)
+                    out.append(TxCompletion(q, index, buf.type, 0, False, fate))
+            elif buf.buf_p is not None:
+                if isinstance(buf.buf_p, XdpFrame):
                     # f601899e4321 (FEC-XDP-008): the frame goes back with xdp_return_frame:
                     # MEM_TYPE_PAGE_POOL, so page_pool_put_full_page (sync over max_len),
                     # not direct.
