@@ -527,6 +527,30 @@ def flow_scenarios(draw: st.DrawFn) -> Scenario:
                     rules=("VETH-KF-002", "VETH-KF-005"))
 
 
+
+@st.composite
+def rehash_flow_scenarios(draw: st.DrawFn) -> Scenario:
+    """VETH-KF-006: each flow frame three times.  First ``rx_hash``, a store over the
+    ports, ``rx_hash`` again: the second call returns the cached hash.  Then the store
+    before the one call: the dissector reads the ports as the program left them.  Then
+    the frame as sent.  (IPv6 frames without a flow label, so the ports count.)"""
+    flows = draw(_flows(max_size=2))
+    frames: list[bytes] = []
+    programs: dict[int, tuple[dict[str, Any], ...]] = {}
+    for flow in flows:
+        v6 = draw(st.booleans())
+        frame = _flow_frame(flow, label=0 if v6 else None)
+        ports = veth.ETH_HLEN + (40 if v6 else 20)
+        store = {"op": "write", "offset": ports,
+                 "data": draw(st.binary(min_size=4, max_size=4)).hex()}
+        rx_hash = {"op": "kfunc", "name": "rx_hash"}
+        programs[len(frames)] = (rx_hash, store, rx_hash)
+        programs[len(frames) + 1] = (store, rx_hash)
+        frames += [frame, frame, frame]
+    return Scenario(component="veth", config={"path": "skb"}, frames=tuple(frames),
+                    program=({"op": "kfunc", "name": "rx_hash"},),
+                    per_packet_programs=programs, rules=("VETH-KF-006", "VETH-KF-002"))
+
 #: The envelopes of :func:`envelope_flow_scenarios`, each a walk the dissector must make
 #: before it reaches the flow's ports (VETH-KF-002): IP-in-IP, IPv6-in-IP, chains of IPv6
 #: destination-options headers around the 15-header limit (``MAX_FLOW_DISSECT_HDRS``), an
