@@ -10,9 +10,11 @@ config:  ``path`` (default ``"skb"``: frames sent by the peer's stack, e.g. AF_P
          carries that out-of-band (hw-accel) tag, as pushed by the sender's stack with
          ``txvlan`` on, on top of whatever the frame bytes hold; or a list with one such
          tag or null per frame).
-         ``attach`` (optional ``{"peer_mtu": 68 .. 65535, "frags": bool}``: no frames; a
-         program, frags-aware or not, is attached to the receiving end, which had none,
-         its peer's MTU set to ``peer_mtu`` first: VETH-MTU-001).
+         ``attach`` (optional ``{"peer_mtu": 68 .. 65535, "frags": bool, "rx_queues":
+         1 .. 8, "peer_tx_queues": 1 .. 8}``: no frames; a program, frags-aware or not, is
+         attached to the receiving end, which had none and has ``rx_queues`` rx queues
+         (default 1), its peer's MTU set to ``peer_mtu`` first, the peer with
+         ``peer_tx_queues`` tx queues (default 1): VETH-MTU-001).
 frames:  Ethernet frames of 14 .. 1514 bytes (the peer's MTU 1500 + header), sent with
          AF_PACKET; in-band VLAN tags stay in the bytes (VETH-KF-007).
 program / per_packet_programs: the op lists (PROTOCOL.md).
@@ -155,8 +157,13 @@ def _packets(scenario: Scenario) -> list[tuple[dict[str, Any], bool, str]]:
     return results
 
 
-def attach_config(scenario: Scenario) -> tuple[int, bool] | None:
-    """``config.attach`` as (peer MTU, frags-aware), or None (VETH-MTU-001)."""
+#: The queue counts an attach scenario may give each end (VETH-MTU-001's -ENOSPC).
+MAX_ATTACH_QUEUES = 8
+
+
+def attach_config(scenario: Scenario) -> tuple[int, bool, int, int] | None:
+    """``config.attach`` as (peer MTU, frags-aware, the receiving end's rx queues, the
+    peer's tx queues), or None (VETH-MTU-001)."""
     attach = scenario.config.get("attach")
     if attach is None:
         return None
@@ -167,14 +174,21 @@ def attach_config(scenario: Scenario) -> tuple[int, bool] | None:
     if scenario.frames:
         raise InvalidConfig("an attach scenario sends no frames", field="frames",
                             value=len(scenario.frames), rule="VETH-MTU-001")
-    return mtu, bool(attach.get("frags", False))
+    queues = (int(attach.get("rx_queues", 1)), int(attach.get("peer_tx_queues", 1)))
+    for name, n in zip(("rx_queues", "peer_tx_queues"), queues, strict=True):
+        if not 1 <= n <= MAX_ATTACH_QUEUES:
+            raise InvalidConfig(f"attach.{name} is 1 .. {MAX_ATTACH_QUEUES}",
+                                field=f"config.attach.{name}", value=n, rule="VETH-MTU-001")
+    return mtu, bool(attach.get("frags", False)), *queues
 
 
 def _attach(scenario: Scenario, trace: Trace | None = None) -> dict[str, int] | None:
     config = attach_config(scenario)
     if config is None:
         return None
-    out = veth.veth_xdp_attach(config[0], has_frags=config[1], trace=trace)
+    mtu, frags, rx_queues, peer_tx_queues = config
+    out = veth.veth_xdp_attach(mtu, has_frags=frags, rx_queues=rx_queues,
+                               peer_tx_queues=peer_tx_queues, trace=trace)
     return {"rc": out.rc, "peer_max_mtu": out.peer_max_mtu}
 
 
@@ -341,10 +355,11 @@ def explain(scenario: Scenario) -> str:
         trace = Trace()
         out = _attach(scenario, trace)
         assert out is not None
-        mtu, frags = attach_config(scenario) or (0, False)
+        mtu, frags, rxq, txq = attach_config(scenario) or (0, False, 1, 1)
         return "\n".join([
             _config_text(scenario),
-            f"attach a {'frags-aware ' if frags else ''}program, the peer's MTU {mtu} -> "
+            f"attach a {'frags-aware ' if frags else ''}program ({rxq} rx queues), the "
+            f"peer's MTU {mtu} ({txq} tx queues) -> "
             f"rc {rc_text(out['rc'])}, the peer's max_mtu {out['peer_max_mtu']} "
             "(VETH-MTU-001)", *("  " + e.render() for e in trace)])
     scenario, notes = with_explain_defaults(scenario)
@@ -461,8 +476,13 @@ def attach_scenarios(draw: st.DrawFn) -> Scenario:
     mtu = draw(st.sampled_from(_PEER_MTUS) | st.integers(veth.ETH_MIN_MTU, veth.ETH_MAX_MTU))
     frags = draw(st.booleans())
     event(f"veth: attach, frags {frags}")
-    return Scenario(component="veth", config={"path": "skb",
-                                              "attach": {"peer_mtu": mtu, "frags": frags}},
+    attach: dict[str, Any] = {"peer_mtu": mtu, "frags": frags}
+    if draw(st.integers(0, 2)) == 0:
+        # Queue counts either side of "rx queues not less than the peer's tx queues".
+        rxq, txq = draw(st.sampled_from([(1, 2), (2, 1), (2, 2), (2, 3), (4, 3), (1, 8)]))
+        event("veth: attach with queue counts")
+        attach.update(rx_queues=rxq, peer_tx_queues=txq)
+    return Scenario(component="veth", config={"path": "skb", "attach": attach},
                     rules=("VETH-MTU-001",))
 
 
