@@ -271,6 +271,9 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     def rules(path: str) -> tuple[str, ...]:
         if frame_path:
             return _frame_path_rules(scenario, path)
+        helper = _helper_rules(scenario, path)
+        if helper:
+            return helper
         m = _HASH_PATH.fullmatch(path)
         if m is None:
             return ()
@@ -290,6 +293,38 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
 
 
 _OP_PATH = re.compile(r"packets\[(\d+)\]\.ops\[(\d+)\]\..*")
+
+
+def _helper_rules(scenario: Scenario, path: str) -> tuple[str, ...]:
+    """The return code of a helper op (adjust_head/meta/tail, write) is decided by the XDP
+    core rules the reference applied to that op, on the buffer veth's copy laid out
+    (VETH-SKB-002): those rules from the reference's trace, not veth's kfunc rules."""
+    m = _OP_PATH.fullmatch(path)
+    if m is None or not path.endswith(".rc"):
+        return ()
+    i, j = int(m[1]), int(m[2])
+    if i >= len(scenario.frames):
+        return ()
+    ops = scenario.program_for(i) or PASS_PROGRAM
+    if j >= len(ops) or ops[j]["op"] in ("kfunc", "get_buff_len"):
+        return ()
+    frame = scenario.frames[i]
+    skb = veth.VethSkb(frame, **_oob_vlan(scenario, i))
+    layout = veth.veth_convert_skb_to_xdp_buff(skb)
+
+    def ctx(xdp: XdpBuff) -> veth.VethXdpBuff:
+        return veth.VethXdpBuff(skb, xdp, layout.headroom)
+
+    _, run, _ = run_on_buffer(frame, ops, headroom=layout.headroom,
+                              frame_sz=layout.frame_sz_min,
+                              metadata_ops=veth.VETH_XDP_METADATA_OPS, ctx=ctx, trace=Trace())
+    decisive = [r for r in (run.op_rules[j] if j < len(run.op_rules) else ())
+                if r != "XDP-ADJ-001"]
+    if ops[j]["op"] == "adjust_meta":
+        # bpf_xdp_adjust_meta asks first whether the buffer supports metadata (XDP-ADJ-004),
+        # which the trace names only when it does not.
+        decisive = ["XDP-ADJ-004", *decisive]
+    return (*dict.fromkeys(decisive), "VETH-SKB-002") if decisive else ()
 
 
 def _frame_path_rules(scenario: Scenario, path: str) -> tuple[str, ...]:
@@ -569,7 +604,8 @@ def rehash_flow_scenarios(draw: st.DrawFn) -> Scenario:
         frames += [frame, frame, frame]
     return Scenario(component="veth", config={"path": "skb"}, frames=tuple(frames),
                     program=({"op": "kfunc", "name": "rx_hash"},),
-                    per_packet_programs=programs, rules=("VETH-KF-006", "VETH-KF-002"))
+                    per_packet_programs=programs,
+                    rules=("VETH-KF-006", "VETH-KF-005", "VETH-KF-002"))
 
 #: The envelopes of :func:`envelope_flow_scenarios`, each a walk the dissector must make
 #: before it reaches the flow's ports (VETH-KF-002): IP-in-IP, IPv6-in-IP, chains of IPv6
