@@ -540,9 +540,10 @@ class BpfDevices:
 
     devices: dict[int, NetDevice] = attrs.field(factory=dict)
     offdevs: dict[int, _OffloadNetdev] = attrs.field(factory=dict)
-    #: KFUNC-ATTACH-003: later trees (read in 6.12.117 and 7.3.4, absent from v6.17-rc3)
-    #: let a program match a device other than its own only when it is offloaded.  False
-    #: is v6.17 as read; True is the fixed behaviour.
+    #: KFUNC-ATTACH-003: later trees (read in 6.12.117 and 7.3.4, seen live on 6.18.44,
+    #: absent from v6.17-rc3) let a program match a device other than its own only when
+    #: it is offloaded.  False is v6.17-rc3 as read; True is the behaviour of every
+    #: version the model describes (:func:`for_kernel`).
     dev_match_requires_offload: bool = False
     #: KFUNC-ATTACH-004: later trees (6.12.117, 7.3.4) check the new program inside
     #: dev_xdp_install(), after the ndo_bpf check and only when the program changes.
@@ -552,8 +553,11 @@ class BpfDevices:
 
     @classmethod
     def for_kernel(cls, kernel: KernelVersion) -> BpfDevices:
-        """The devices of ``kernel``: KFUNC-ATTACH-004's check order from its gate."""
-        return cls(attach_checks_in_install=gate(kernel, "KFUNC-ATTACH-004"))
+        """The devices of ``kernel``: KFUNC-ATTACH-004's check order from its gate, and
+        KFUNC-ATTACH-003's own-device-only match for bound-only programs, which every
+        described version has (6.12.117 and 7.3.4 read, 6.18.44 live)."""
+        return cls(attach_checks_in_install=gate(kernel, "KFUNC-ATTACH-004"),
+                   dev_match_requires_offload=True)
 
     def register_netdev(self, dev: NetDevice) -> None:
         """Make ``dev`` known; an offload-capable driver also registers it in ``offdevs``."""

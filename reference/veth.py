@@ -109,12 +109,13 @@ class AttachOutcome:
     peer_max_mtu: int
 
 
-def veth_xdp_attach(peer_mtu: int, has_frags: bool = False,
-                    trace: Trace | None = None) -> AttachOutcome:
-    """VETH-MTU-001: attach a program (frags-aware or not) to an end with no program,
-    its peer at ``peer_mtu``.  On success ``veth_xdp_set`` sets the peer's ``max_mtu`` to
-    the limit it checked against; a refusal leaves it at ``ETH_MAX_MTU`` (veth_setup)."""
-    rc = veth_xdp_set(peer_mtu, has_frags, trace=trace)
+def veth_xdp_attach(peer_mtu: int, has_frags: bool = False, rx_queues: int = 1,
+                    peer_tx_queues: int = 1, trace: Trace | None = None) -> AttachOutcome:
+    """VETH-MTU-001: attach a program (frags-aware or not) to an end with no program and
+    ``rx_queues`` rx queues, its peer at ``peer_mtu`` with ``peer_tx_queues`` tx queues.
+    On success ``veth_xdp_set`` sets the peer's ``max_mtu`` to the limit it checked
+    against; a refusal leaves it at ``ETH_MAX_MTU`` (veth_setup)."""
+    rc = veth_xdp_set(peer_mtu, has_frags, rx_queues, peer_tx_queues, trace=trace)
     if rc:
         return AttachOutcome(rc, ETH_MAX_MTU)
     limit = veth_xdp_max_mtu(has_frags=has_frags)

@@ -346,6 +346,8 @@ _MAPS = (k.BPF_MAP_TYPE_PROG_ARRAY, k.BPF_MAP_TYPE_DEVMAP, k.BPF_MAP_TYPE_DEVMAP
 #: prog_flags bits 0 .. 16: every bit BPF_PROG_LOAD accepts (BPF_F_TOKEN_FD is bit 16) and
 #: the unknown ones between (KFUNC-LOAD-001).
 _FLAG_BITS = 17
+#: ``BPF_PROG_TYPE_KPROBE`` (include/uapi/linux/bpf.h): a type that cannot be device-bound.
+_KPROBE = 2
 #: Offload devices: two net devices of one offload driver share its ``offdev``
 #: (KFUNC-LOAD-004, KFUNC-ATTACH-003).
 _OFFDEVS = (None, None, "nfp0", "nfp1")
@@ -446,11 +448,15 @@ def _modes_family(draw: st.DrawFn) -> Scenario:
     prog_ifindex naming no device: KFUNC-LOAD-002 .. KFUNC-LOAD-005),
     then each program attached to each of a device without ndo_bpf, a native one and an
     offload one, in a drawn order and mode (KFUNC-ATTACH-001 .. KFUNC-ATTACH-005).  The
-    first attach to the device without ndo_bpf asks for a native or hardware mode.  Last,
-    one load per prog_flags bit, unbound and bound-only (KFUNC-LOAD-001, KFUNC-LOAD-003)."""
+    first attach to the device without ndo_bpf asks for a native or hardware mode.  Then
+    two programs (HW and native) on a sibling port and an attach without a mode flag
+    (KFUNC-ATTACH-002's ambiguity).  Last, one load per prog_flags bit, unbound and
+    bound-only (KFUNC-LOAD-001, KFUNC-LOAD-003)."""
     devices = [_device(draw, 2, ndo_bpf=False, offdev=None),
                _device(draw, 3, ndo_bpf=True, offdev=None),
-               _device(draw, 4, offdev="nfp0")]
+               _device(draw, 4, offdev="nfp0"),
+               # a second port of the same offload NIC (KFUNC-ATTACH-003's sibling match)
+               _device(draw, 5, offdev="nfp0")]
     xdp, cls = k.BPF_PROG_TYPE_XDP, k.BPF_PROG_TYPE_SCHED_CLS
     loads = [(xdp, 0, 0, []), (xdp, k.BPF_F_XDP_DEV_BOUND_ONLY, 3, []), (xdp, 0, 4, []),
              (cls, 0, 0, []), (cls, 0, 4, []), (xdp, 0, 3, []),
@@ -461,7 +467,10 @@ def _modes_family(draw: st.DrawFn) -> Scenario:
              (xdp, k.BPF_F_XDP_DEV_BOUND_ONLY, 0, [draw(st.sampled_from(KFUNCS))]),
              # a prog_ifindex naming no device (KFUNC-LOAD-003: -EINVAL), bound-only and
              # offloaded
-             (xdp, k.BPF_F_XDP_DEV_BOUND_ONLY, 99, []), (xdp, 0, 99, [])]
+             (xdp, k.BPF_F_XDP_DEV_BOUND_ONLY, 99, []), (xdp, 0, 99, []),
+             # bound loads of a type that cannot be bound (BPF_PROG_TYPE_KPROBE) and a
+             # bound-only SCHED_CLS (KFUNC-LOAD-003: -EINVAL each)
+             (_KPROBE, 0, 3, []), (cls, k.BPF_F_XDP_DEV_BOUND_ONLY, 3, [])]
     events: list[dict[str, Any]] = [
         {"op": "prog_load", "prog_type": t, "expected_attach_type": 0, "prog_flags": f,
          "prog_ifindex": i, "calls": c} for t, f, i, c in loads]
@@ -473,6 +482,11 @@ def _modes_family(draw: st.DrawFn) -> Scenario:
             modes = native if ifindex == 2 and n == 0 else _MODES
             events.append({"op": "attach", "ifindex": ifindex, "prog": prog,
                            "flags": draw(st.sampled_from(modes))})
+    # The offloaded program in HW mode and an unbound one natively on the sibling port:
+    # an attach without a mode flag is then ambiguous (KFUNC-ATTACH-002: -EINVAL).
+    events += [{"op": "attach", "ifindex": 5, "prog": 2, "flags": k.XDP_FLAGS_HW_MODE},
+               {"op": "attach", "ifindex": 5, "prog": 0, "flags": k.XDP_FLAGS_DRV_MODE},
+               {"op": "attach", "ifindex": 5, "prog": 0, "flags": 0}]
     # Each prog_flags bit alone on an unbound load, every bit BPF_PROG_LOAD knows and the
     # unknown ones between them (KFUNC-LOAD-001), and each bit on a bound-only load
     # (KFUNC-LOAD-003: only HAS_FRAGS may join DEV_BOUND_ONLY).

@@ -10,9 +10,11 @@ config:  ``path`` (default ``"skb"``: frames sent by the peer's stack, e.g. AF_P
          carries that out-of-band (hw-accel) tag, as pushed by the sender's stack with
          ``txvlan`` on, on top of whatever the frame bytes hold; or a list with one such
          tag or null per frame).
-         ``attach`` (optional ``{"peer_mtu": 68 .. 65535, "frags": bool}``: no frames; a
-         program, frags-aware or not, is attached to the receiving end, which had none,
-         its peer's MTU set to ``peer_mtu`` first: VETH-MTU-001).
+         ``attach`` (optional ``{"peer_mtu": 68 .. 65535, "frags": bool, "rx_queues":
+         1 .. 8, "peer_tx_queues": 1 .. 8}``: no frames; a program, frags-aware or not, is
+         attached to the receiving end, which had none and has ``rx_queues`` rx queues
+         (default 1), its peer's MTU set to ``peer_mtu`` first, the peer with
+         ``peer_tx_queues`` tx queues (default 1): VETH-MTU-001).
 frames:  Ethernet frames of 14 .. 1514 bytes (the peer's MTU 1500 + header), sent with
          AF_PACKET; in-band VLAN tags stay in the bytes (VETH-KF-007).
 program / per_packet_programs: the op lists (PROTOCOL.md).
@@ -155,8 +157,13 @@ def _packets(scenario: Scenario) -> list[tuple[dict[str, Any], bool, str]]:
     return results
 
 
-def attach_config(scenario: Scenario) -> tuple[int, bool] | None:
-    """``config.attach`` as (peer MTU, frags-aware), or None (VETH-MTU-001)."""
+#: The queue counts an attach scenario may give each end (VETH-MTU-001's -ENOSPC).
+MAX_ATTACH_QUEUES = 8
+
+
+def attach_config(scenario: Scenario) -> tuple[int, bool, int, int] | None:
+    """``config.attach`` as (peer MTU, frags-aware, the receiving end's rx queues, the
+    peer's tx queues), or None (VETH-MTU-001)."""
     attach = scenario.config.get("attach")
     if attach is None:
         return None
@@ -167,14 +174,21 @@ def attach_config(scenario: Scenario) -> tuple[int, bool] | None:
     if scenario.frames:
         raise InvalidConfig("an attach scenario sends no frames", field="frames",
                             value=len(scenario.frames), rule="VETH-MTU-001")
-    return mtu, bool(attach.get("frags", False))
+    queues = (int(attach.get("rx_queues", 1)), int(attach.get("peer_tx_queues", 1)))
+    for name, n in zip(("rx_queues", "peer_tx_queues"), queues, strict=True):
+        if not 1 <= n <= MAX_ATTACH_QUEUES:
+            raise InvalidConfig(f"attach.{name} is 1 .. {MAX_ATTACH_QUEUES}",
+                                field=f"config.attach.{name}", value=n, rule="VETH-MTU-001")
+    return mtu, bool(attach.get("frags", False)), *queues
 
 
 def _attach(scenario: Scenario, trace: Trace | None = None) -> dict[str, int] | None:
     config = attach_config(scenario)
     if config is None:
         return None
-    out = veth.veth_xdp_attach(config[0], has_frags=config[1], trace=trace)
+    mtu, frags, rx_queues, peer_tx_queues = config
+    out = veth.veth_xdp_attach(mtu, has_frags=frags, rx_queues=rx_queues,
+                               peer_tx_queues=peer_tx_queues, trace=trace)
     return {"rc": out.rc, "peer_max_mtu": out.peer_max_mtu}
 
 
@@ -257,6 +271,9 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     def rules(path: str) -> tuple[str, ...]:
         if frame_path:
             return _frame_path_rules(scenario, path)
+        helper = _helper_rules(scenario, path)
+        if helper:
+            return helper
         m = _HASH_PATH.fullmatch(path)
         if m is None:
             return ()
@@ -276,6 +293,38 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
 
 
 _OP_PATH = re.compile(r"packets\[(\d+)\]\.ops\[(\d+)\]\..*")
+
+
+def _helper_rules(scenario: Scenario, path: str) -> tuple[str, ...]:
+    """The return code of a helper op (adjust_head/meta/tail, write) is decided by the XDP
+    core rules the reference applied to that op, on the buffer veth's copy laid out
+    (VETH-SKB-002): those rules from the reference's trace, not veth's kfunc rules."""
+    m = _OP_PATH.fullmatch(path)
+    if m is None or not path.endswith(".rc"):
+        return ()
+    i, j = int(m[1]), int(m[2])
+    if i >= len(scenario.frames):
+        return ()
+    ops = scenario.program_for(i) or PASS_PROGRAM
+    if j >= len(ops) or ops[j]["op"] in ("kfunc", "get_buff_len"):
+        return ()
+    frame = scenario.frames[i]
+    skb = veth.VethSkb(frame, **_oob_vlan(scenario, i))
+    layout = veth.veth_convert_skb_to_xdp_buff(skb)
+
+    def ctx(xdp: XdpBuff) -> veth.VethXdpBuff:
+        return veth.VethXdpBuff(skb, xdp, layout.headroom)
+
+    _, run, _ = run_on_buffer(frame, ops, headroom=layout.headroom,
+                              frame_sz=layout.frame_sz_min,
+                              metadata_ops=veth.VETH_XDP_METADATA_OPS, ctx=ctx, trace=Trace())
+    decisive = [r for r in (run.op_rules[j] if j < len(run.op_rules) else ())
+                if r != "XDP-ADJ-001"]
+    if ops[j]["op"] == "adjust_meta":
+        # bpf_xdp_adjust_meta asks first whether the buffer supports metadata (XDP-ADJ-004),
+        # which the trace names only when it does not.
+        decisive = ["XDP-ADJ-004", *decisive]
+    return (*dict.fromkeys(decisive), "VETH-SKB-002") if decisive else ()
 
 
 def _frame_path_rules(scenario: Scenario, path: str) -> tuple[str, ...]:
@@ -341,10 +390,11 @@ def explain(scenario: Scenario) -> str:
         trace = Trace()
         out = _attach(scenario, trace)
         assert out is not None
-        mtu, frags = attach_config(scenario) or (0, False)
+        mtu, frags, rxq, txq = attach_config(scenario) or (0, False, 1, 1)
         return "\n".join([
             _config_text(scenario),
-            f"attach a {'frags-aware ' if frags else ''}program, the peer's MTU {mtu} -> "
+            f"attach a {'frags-aware ' if frags else ''}program ({rxq} rx queues), the "
+            f"peer's MTU {mtu} ({txq} tx queues) -> "
             f"rc {rc_text(out['rc'])}, the peer's max_mtu {out['peer_max_mtu']} "
             "(VETH-MTU-001)", *("  " + e.render() for e in trace)])
     scenario, notes = with_explain_defaults(scenario)
@@ -461,8 +511,13 @@ def attach_scenarios(draw: st.DrawFn) -> Scenario:
     mtu = draw(st.sampled_from(_PEER_MTUS) | st.integers(veth.ETH_MIN_MTU, veth.ETH_MAX_MTU))
     frags = draw(st.booleans())
     event(f"veth: attach, frags {frags}")
-    return Scenario(component="veth", config={"path": "skb",
-                                              "attach": {"peer_mtu": mtu, "frags": frags}},
+    attach: dict[str, Any] = {"peer_mtu": mtu, "frags": frags}
+    if draw(st.integers(0, 2)) == 0:
+        # Queue counts either side of "rx queues not less than the peer's tx queues".
+        rxq, txq = draw(st.sampled_from([(1, 2), (2, 1), (2, 2), (2, 3), (4, 3), (1, 8)]))
+        event("veth: attach with queue counts")
+        attach.update(rx_queues=rxq, peer_tx_queues=txq)
+    return Scenario(component="veth", config={"path": "skb", "attach": attach},
                     rules=("VETH-MTU-001",))
 
 
@@ -526,6 +581,31 @@ def flow_scenarios(draw: st.DrawFn) -> Scenario:
                     program=({"op": "kfunc", "name": "rx_hash"},),
                     rules=("VETH-KF-002", "VETH-KF-005"))
 
+
+
+@st.composite
+def rehash_flow_scenarios(draw: st.DrawFn) -> Scenario:
+    """VETH-KF-006: each flow frame three times.  First ``rx_hash``, a store over the
+    ports, ``rx_hash`` again: the second call returns the cached hash.  Then the store
+    before the one call: the dissector reads the ports as the program left them.  Then
+    the frame as sent.  (IPv6 frames without a flow label, so the ports count.)"""
+    flows = draw(_flows(max_size=2))
+    frames: list[bytes] = []
+    programs: dict[int, tuple[dict[str, Any], ...]] = {}
+    for flow in flows:
+        v6 = draw(st.booleans())
+        frame = _flow_frame(flow, label=0 if v6 else None)
+        ports = veth.ETH_HLEN + (40 if v6 else 20)
+        store = {"op": "write", "offset": ports,
+                 "data": draw(st.binary(min_size=4, max_size=4)).hex()}
+        rx_hash = {"op": "kfunc", "name": "rx_hash"}
+        programs[len(frames)] = (rx_hash, store, rx_hash)
+        programs[len(frames) + 1] = (store, rx_hash)
+        frames += [frame, frame, frame]
+    return Scenario(component="veth", config={"path": "skb"}, frames=tuple(frames),
+                    program=({"op": "kfunc", "name": "rx_hash"},),
+                    per_packet_programs=programs,
+                    rules=("VETH-KF-006", "VETH-KF-005", "VETH-KF-002"))
 
 #: The envelopes of :func:`envelope_flow_scenarios`, each a walk the dissector must make
 #: before it reaches the flow's ports (VETH-KF-002): IP-in-IP, IPv6-in-IP, chains of IPv6

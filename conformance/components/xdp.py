@@ -778,4 +778,15 @@ def return_scenarios() -> list[Scenario]:
                                                  "frame_return": "xdp_return_frame_bulk"},
                         frames=many, program=({"op": "return", "action": 4},),
                         rules=("XDP-MEM-004",)))
+    # XDP-FRAME-005: an XSK chunk above a page, its frame grown to fill the copy-out's
+    # order-0 page exactly (converted), or one byte more (refused: -ENOSPC, aborted).
+    fill = X86_64.page_size - X86_64.sizeof_xdp_frame - 1000
+    out.append(Scenario(
+        component="xdp", config={"mem_type": MemType.MEM_TYPE_XSK_BUFF_POOL, "frame_sz": 8192,
+                                 "frame_return": "xdp_return_frame"},
+        frames=(bytes(i % 249 for i in range(1000)),) * 2,
+        program=({"op": "adjust_tail", "delta": fill + 1}, {"op": "return", "action": 3}),
+        per_packet_programs={0: ({"op": "adjust_tail", "delta": fill},
+                                 {"op": "return", "action": 3})},
+        rules=("XDP-FRAME-005",)))
     return out

@@ -121,14 +121,18 @@ class VethPair(LiveDevice):
             self.peer.use("rxo_peer" if path == "skb" else "rxo_bounce")
         self.path = path
 
-    def attach_check(self, peer_mtu: int, frags: bool) -> tuple[int, int]:
+    def attach_check(self, peer_mtu: int, frags: bool, rx_queues: int = 1,
+                     peer_tx_queues: int = 1) -> tuple[int, int]:
         """VETH-MTU-001: with the probe detached (so the receiving end has no program and
         its peer's max_mtu is back to 65535), set the sending end's MTU to ``peer_mtu``
         and attach a plain program (``rxo_peer``, frags-aware or not) to the receiving
         end: the errno and the sending end's ``max_mtu`` after.  Then the probe is
-        attached again at MTU 1500."""
+        attached again at MTU 1500.  Queue counts other than one each are tried on a
+        pair made for the purpose (:meth:`_attach_check_queues`)."""
         from conformance.live import libbpf
 
+        if (rx_queues, peer_tx_queues) != (1, 1):
+            return self._attach_check_queues(peer_mtu, frags, rx_queues, peer_tx_queues)
         with netns.entered(self.ns_b):
             libbpf.xdp_detach(self.ifindex_b)
         self.probe.attached = False
@@ -158,6 +162,38 @@ class VethPair(LiveDevice):
                 libbpf.xdp_attach(self.ifindex_b, self.probe.fd)
             self.probe.attached = True
         return rc, max_mtu
+
+    def _attach_check_queues(self, peer_mtu: int, frags: bool, rx_queues: int,
+                             peer_tx_queues: int) -> tuple[int, int]:
+        """VETH-MTU-001 on a second pair: the sending end with ``peer_tx_queues`` tx
+        queues at ``peer_mtu``, the receiving end with ``rx_queues`` rx queues, a plain
+        program attached to it; the pair is deleted after."""
+        from conformance.live import libbpf
+
+        name_a, name_b = "rxoqa", "rxoqb"
+        netns.ip("link", "add", name_a, "netns", self.ns_a, "numtxqueues", str(peer_tx_queues),
+                 "numrxqueues", "1", "type", "veth", "peer", "name", name_b,
+                 "netns", self.ns_b, "numtxqueues", "1", "numrxqueues", str(rx_queues))
+        obj = None
+        try:
+            netns.ip("link", "set", "dev", name_a, "mtu", str(peer_mtu), netns=self.ns_a)
+            obj = libbpf.BpfObject(str(self.probe_obj_path))
+            fd = obj.load("rxo_peer", others=("rxo_probe", "rxo_bounce", "rxo_vlan"),
+                          flags=libbpf.BPF_F_XDP_HAS_FRAGS if frags else 0)
+            with netns.entered(self.ns_b):
+                ifindex = socket.if_nametoindex(name_b)
+                try:
+                    libbpf.xdp_attach(ifindex, fd)
+                    rc = 0
+                except libbpf.BpfError as exc:
+                    rc = -(exc.errno or 0)
+            link = json.loads(netns.ip("-j", "-d", "link", "show", "dev", name_a,
+                                       netns=self.ns_a))[0]
+            return rc, int(link["max_mtu"])
+        finally:
+            if obj is not None:
+                obj.close()
+            netns.ip("link", "del", name_a, netns=self.ns_a)
 
     def close(self) -> None:
         for attr in ("tx", "tx_b", "_stat_sock"):

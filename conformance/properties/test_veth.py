@@ -60,6 +60,15 @@ def test_veth_rx_hash_through_envelopes(rx_target: TargetSession, scenario: Scen
     _check_hash_equalities(rx_target, scenario, ("VETH-KF-002", "VETH-KF-005"))
 
 
+@pytest.mark.rule("VETH-KF-006", "VETH-KF-005", "VETH-KF-002")
+@given(scenario=veth.rehash_flow_scenarios())
+def test_veth_rx_hash_is_dissected_once(rx_target: TargetSession, scenario: Scenario) -> None:
+    """The hash of the bytes as the program left them at its first rx_hash call, cached
+    for the later calls: a store over the ports after the first call changes nothing, a
+    store before it changes the hash."""
+    _check_hash_equalities(rx_target, scenario, ("VETH-KF-006", "VETH-KF-005", "VETH-KF-002"))
+
+
 @pytest.mark.rule("VETH-FRAME-001", "VETH-STAT-002")
 @given(scenario=veth.frame_path_scenarios())
 def test_veth_xdp_frame_path(rx_target: TargetSession, scenario: Scenario) -> None:
@@ -82,12 +91,18 @@ def _check_hash_equalities(rx_target: TargetSession, scenario: Scenario,
     expected = COMPONENT.expected(scenario)
     check(rx_target, scenario, COMPONENT, expected=expected, mask=veth.HASH_MASK)
     actual = rx_target.run(scenario, expected)
-    want = [p["ops"][0]["hash"] for p in expected["packets"]]
-    got = [p["ops"][0]["hash"] for p in actual["packets"]]
+    # Every successful rx_hash call of the run, by (packet, op): its place and value.
+    calls = [((n, k), op["hash"]) for n, p in enumerate(expected["packets"])
+             for k, op in enumerate(p["ops"])
+             if op.get("name") == "rx_hash" and op.get("rc") == 0]
+    want = [h for _, h in calls]
+    got = [actual["packets"][n]["ops"][k]["hash"] for (n, k), _ in calls]
     for i in range(len(want)):
         for j in range(i):
             if (want[i] == want[j]) != (got[i] == got[j]):
+                (pj, oj), (pi, oi) = calls[j][0], calls[i][0]
                 raise RuleMismatch(
-                    f"rule {'/'.join(rules)}: packets {j} and {i}: hashes {got[j]:#x}, "
-                    f"{got[i]:#x}; expected them {'equal' if want[i] == want[j] else 'different'}",
+                    f"rule {'/'.join(rules)}: packet {pj} op {oj} and packet {pi} op {oi}: "
+                    f"hashes {got[j]:#x}, {got[i]:#x}; expected them "
+                    f"{'equal' if want[i] == want[j] else 'different'}",
                     rules, scenario, expected)

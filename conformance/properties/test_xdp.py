@@ -64,5 +64,6 @@ def test_xdp_each_queue_setup(rx_target: TargetSession, scenario: Scenario) -> N
                   "XDP-ADJ-001", "XDP-ADJ-009")
 @pytest.mark.parametrize("scenario", xdp.return_scenarios())
 def test_xdp_each_way_back(rx_target: TargetSession, scenario: Scenario) -> None:
-    """Every frame return on every memory type once, and a bulk queue filled past 16."""
+    """Every frame return on every memory type once, a bulk queue filled past 16, and an
+    XSK frame at the copy-out page's edge."""
     check(rx_target, scenario, COMPONENT)

@@ -118,7 +118,9 @@ def xdp_prepare_buff(
     xdp.data_hard_start = hard_start
     xdp.data = data
     xdp.data_end = data + data_len
-    xdp.data_meta = data if meta_valid else data + 1
+    xdp.data_meta = data
+    if not meta_valid:
+        xdp_set_data_meta_invalid(xdp)
     emit(trace, "XDP-BUFF-004", "packet placed", hard_start=hard_start, headroom=headroom,
          data_len=data_len, meta_valid=meta_valid)
 
@@ -244,13 +246,15 @@ def xdp_buff_add_frag(
 
 
 def _fill(sinfo: SkbSharedInfo, index: int, frag: SkbFrag) -> None:
-    """Write frag slot ``index``; slots past it keep their stale contents."""
-    while len(sinfo.frags) < index:
-        sinfo.frags.append(SkbFrag(Page(bytearray()), 0, 0))  # never-written slot
-    if index < len(sinfo.frags):
-        sinfo.frags[index] = frag
-    else:
-        sinfo.frags.append(frag)
+    """Write frag slot ``index`` (XDP-BUFF-007); slots past it keep their stale contents.
+
+    Frags are added in slot order, so ``index`` is at most one past the slots ever
+    written: the slice assignment rewrites a stale slot or appends the next one.
+    """
+    if index > len(sinfo.frags):
+        raise StateViolation(f"frag slot {index} written before slot {len(sinfo.frags)}",
+                             obj="skb_shared_info", rule="XDP-BUFF-007")
+    sinfo.frags[index : index + 1] = [frag]
 
 
 def xdp_return_buff(
