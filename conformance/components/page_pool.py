@@ -71,15 +71,9 @@ from reference.page_pool.stats import ethtool_stats
 from reference.trace import Trace, TraceEvent
 
 
-def _pool(scenario: Scenario) -> pp.PagePool:
-    created = _create(scenario)
-    if created.pool is None:
-        raise ValueError(f"page_pool_create failed with {created.err}")
-    return created.pool
-
-
-def _create(scenario: Scenario) -> pp.CreateResult:
-    """``page_pool_create`` with the scenario's params (PP-INIT-009)."""
+def _create(scenario: Scenario, trace: Trace | None = None) -> pp.CreateResult:
+    """``page_pool_create`` with the scenario's params (PP-INIT-009); ``trace`` gets the
+    creation check that refused them."""
     cfg = scenario.config
     p = dict(cfg.get("params", {}))
     napi = pp.NapiStruct(int(cfg["napi_cpu"])) if cfg.get("napi_cpu") is not None else None
@@ -97,7 +91,15 @@ def _create(scenario: Scenario) -> pp.CreateResult:
     # PP-INIT-006, PP-INIT-009: page_pool_create is page_pool_create_percpu with cpuid -1.
     allocator = pp.PageAllocator(_ARCHES[str(cfg.get("arch", "x86_64"))])
     return pp.page_pool_create_percpu(params, int(cfg.get("cpuid", -1)), allocator=allocator,
-                                      kernel=resolve_kernel(scenario.kernel))
+                                      kernel=resolve_kernel(scenario.kernel), trace=trace)
+
+
+def _create_rules(scenario: Scenario) -> tuple[str, ...]:
+    """The rules that decided a creation: the check that refused it, its order among the
+    others, and the creation result itself (PP-INIT-005, PP-INIT-009)."""
+    trace = Trace()
+    _create(scenario, trace)
+    return (*_pp_rules(trace), "PP-INIT-005", "PP-INIT-009")
 
 
 #: The ``arch`` config key: the architectures the model has values for (PP-FRAG-002).
@@ -123,6 +125,10 @@ def _handle(op: str, pool: pp.PagePool, pages: dict[int, pp.Page], ev: Mapping[s
     frag = page_pool_dev_alloc_frag(pool, size, ctx, trace)
     return None if frag is None else (frag[0], {"offset": frag[1]})
 
+
+#: Ops that call the pool itself: on a freed pool (a destroy with nothing in flight) they
+#: answer ``{"rc": -2}`` and call nothing, as no driver can call a pool it freed.
+_NEEDS_POOL = ("update_nid", "nid_changed", "use_xdp_mem", "destroy")
 
 #: Ops that use the reference an earlier event took (its ``alloc`` field names it).
 _USES_REF = ("put", "get_page", "ref_page", "fragment_page", "unref_page", "put_unrefed")
@@ -152,12 +158,22 @@ def _snapshot(pool: pp.PagePool) -> dict[str, Any]:
             "state": pool.state.value, "warnings": len(pool.warnings)}
 
 
+def _refused(err: int) -> dict[str, Any]:
+    """What a target reports when ``page_pool_create`` failed (PP-INIT-009): the errno, and
+    no event run (the driver has no pool to run them on)."""
+    return {"create": {"rc": err}, "events": [], "stats": None, "inflight": None,
+            "pages": {}, "pp_ref_count": {}, "dma": None, "state": None, "warnings": None}
+
+
 def _run(scenario: Scenario, traces: list[Trace] | None,
          snapshots: list[dict[str, Any]] | None = None,
          pfns: list[int] | None = None) -> dict[str, Any]:
     """Run the events; with ``traces``, one trace per event, with ``snapshots`` the
     pool-wide observables after each, with ``pfns`` each page number's pfn."""
-    pool = _pool(scenario)
+    created = _create(scenario)
+    if created.pool is None:  # PP-INIT-001..005, 007: refused at creation
+        return _refused(created.err)
+    pool = created.pool
     dev = pool.dev
     assert dev is not None
     shift = pool.arch.page_shift
@@ -184,7 +200,8 @@ def _run(scenario: Scenario, traces: list[Trace] | None,
         refs[str(k)] = page.pp_ref_count if owned else None
     if pfns is not None:
         pfns.extend(page.pfn for page in by_name)
-    return {"events": events, "stats": ethtool_stats(pool.stats()), "inflight": pool.inflight(),
+    return {"create": {"rc": 0},
+            "events": events, "stats": ethtool_stats(pool.stats()), "inflight": pool.inflight(),
             "pages": where, "pp_ref_count": refs,
             "dma": {"maps": dev.maps, "unmaps": dev.unmaps,
                     "syncs_for_device": dev.device_syncs,
@@ -262,6 +279,8 @@ def _event(i: int, ev: Mapping[str, Any], pool: pp.PagePool, pages: dict[int, pp
         remaining = pp.page_pool_unref_page(pages[ref], nr, trace)
         held[ref] -= nr
         return {"rc": 0, "remaining": remaining}
+    if op in _NEEDS_POOL and pool.state is pp.PoolState.FREED:
+        return {"rc": -errno.ENOENT}  # the pool is gone: nothing to call it on
     if op == "get_page":
         pp.get_page(pages[int(ev["alloc"])])
         gets[i] = pages[int(ev["alloc"])]
@@ -274,6 +293,16 @@ def _event(i: int, ev: Mapping[str, Any], pool: pp.PagePool, pages: dict[int, pp
     elif op == "force_nid":
         nid = ev.get("nid")
         pool.allocator.force_nid = None if nid is None else int(nid)
+    elif op == "fail_dma_maps":  # PP-ALLOC-005: dma_mapping_error for the next mappings
+        dev.fail_map_next += int(ev["count"])
+    elif op == "nid_changed":  # PP-NUMA-004: the NAPI poll's check of numa_mem_id()
+        pp.page_pool_nid_changed(pool, int(ev["nid"]), trace)
+    elif op == "use_xdp_mem":  # PP-DESTROY-001: the XDP memory model's user reference
+        pp.page_pool_use_xdp_mem(pool)
+    elif op == "napi_owner":  # PP-RECYCLE-002, PP-DESTROY-008: where the NAPI is polled
+        if pool.napi is None:
+            return {"rc": -errno.ENOENT}  # a pool without a NAPI instance
+        pool.napi.list_owner = int(ev["cpu"])
     elif op == "destroy":
         pp.page_pool_destroy(pool, trace)
         return {"rc": 0, "inflight": pp.page_pool_inflight(pool, True),
@@ -340,7 +369,11 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     snapshots: list[dict[str, Any]] = []
     pfns: list[int] = []
     _run(scenario, traces, snapshots, pfns)
-    initial = _snapshot(_pool(scenario))
+    created = _create(scenario)
+    if created.pool is None:  # refused: the creation checks decide everything
+        rc_rules = _create_rules(scenario)
+        return lambda path: rc_rules
+    initial = _snapshot(created.pool)
 
     def changed(path: str) -> tuple[str, ...]:
         out: dict[str, None] = {}
@@ -381,7 +414,9 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
 def applied(scenario: Scenario) -> set[str]:
     traces: list[Trace] = []
     _run(scenario, traces)
-    return {rule for trace in traces for rule in trace.rules()}
+    creation = Trace()
+    _create(scenario, creation)
+    return {rule for trace in (creation, *traces) for rule in trace.rules()}
 
 
 COMPONENT = Component(
@@ -539,10 +574,29 @@ _MAX_EVENTS = 3200
 _FRAG_SIZES = (1, 64, 256, 1024, 1500, 2047, 2048, 2049, 4095, 4096, 4097)
 
 
+#: Parameters at the edges of ``page_pool_init``'s checks (PP-INIT-001 .. 005, 007), each
+#: next to the nearest one it accepts: unknown flag bits, a mapping pool's direction, sync
+#: for device without mapping or length, the order limit (7.3 refuses it at creation), and
+#: pool sizes at and above the 16K clamp (PP-INIT-002: accepted, clamped).
+_DMA_BOTH = pp.PP_FLAG_DMA_MAP | pp.PP_FLAG_DMA_SYNC_DEV
+_CREATION_EDGES: tuple[dict[str, int], ...] = (
+    {"flags": _DMA_BOTH | 1 << 4}, {"flags": 1 << 31}, {"flags": pp.PP_FLAG_ALL},
+    {"flags": pp.PP_FLAG_DMA_MAP, "dma_dir": pp.DMA_TO_DEVICE},
+    {"flags": pp.PP_FLAG_DMA_MAP, "dma_dir": pp.DMA_NONE},
+    {"flags": 0, "dma_dir": pp.DMA_TO_DEVICE},
+    {"flags": pp.PP_FLAG_DMA_SYNC_DEV}, {"flags": pp.PP_FLAG_DMA_SYNC_DEV, "max_len": 0},
+    {"flags": _DMA_BOTH, "max_len": 0}, {"flags": pp.PP_FLAG_DMA_MAP, "max_len": 0},
+    {"flags": _DMA_BOTH | 1 << 4, "dma_dir": pp.DMA_NONE, "max_len": 0},
+    {"order": 11}, {"order": 10}, {"order": 0xFFFF_FFFF},
+    {"pool_size": 16384}, {"pool_size": 16385}, {"pool_size": 32768}, {"pool_size": 32769},
+    {"pool_size": 0xFFFF_FFFF},
+)
+
+
 @st.composite
 def _pool_config(draw: st.DrawFn) -> dict[str, Any]:
-    flags = draw(st.sampled_from([pp.PP_FLAG_DMA_MAP | pp.PP_FLAG_DMA_SYNC_DEV] * 3
-                                 + [pp.PP_FLAG_DMA_MAP, 0]))
+    flags = draw(st.sampled_from([_DMA_BOTH] * 3 + [pp.PP_FLAG_DMA_MAP, 0,
+                                                   _DMA_BOTH | pp.PP_FLAG_SYSTEM_POOL]))
     config: dict[str, Any] = {"params": {"pool_size": draw(st.sampled_from([0, 16, 64, 128])),
                                          "max_len": draw(st.sampled_from([1536, 2048, 4096])),
                                          "offset": draw(st.sampled_from([0, 64, 256])),
@@ -557,6 +611,8 @@ def _pool_config(draw: st.DrawFn) -> dict[str, Any]:
         config["cpuid"] = draw(st.sampled_from([0, 1]))
     if draw(st.integers(0, 2)) == 0:  # PP-FRAG-002: fragments rounded to a cache line
         config["arch"] = "arm64"
+    if draw(st.integers(0, 7)) == 0:  # PP-INIT-*: parameters at a creation check's edge
+        config["params"].update(draw(st.sampled_from(_CREATION_EDGES)))
     return config
 
 
@@ -578,13 +634,21 @@ def scenarios(draw: st.DrawFn) -> Scenario:
                        "cpu": draw(st.sampled_from([0, 1])),
                        "softirq": draw(st.booleans() | st.just(True))})
 
+    users = 1  # page_pool_destroy calls it takes to free the pool (PP-DESTROY-001)
+    prelude = draw(st.sampled_from(["", "", "", "", "frag_fail", "dma_fail"]))
+    if prelude == "frag_fail":  # PP-FRAG-004: a fragment with no page to carve (pool empty)
+        events += [{"op": "fail_allocs", "count": 1},
+                   {"op": "alloc_frag", "size": draw(st.sampled_from([64, 1024])),
+                    "truesize": draw(st.booleans())}]
+    elif prelude == "dma_fail":  # PP-ALLOC-005: every page of the first bulk fails to map
+        events += [{"op": "fail_dma_maps", "count": 64}, {"op": "alloc"}]
     for _ in range(draw(st.integers(1, 60))):
         if len(events) > _MAX_EVENTS:  # events name earlier events by index (schema: 4096)
             break
         kind = draw(st.sampled_from(["alloc", "alloc", "alloc", "put", "put", "put", "burst",
                                      "get_page", "fail", "nid", "frag", "frag", "ref",
                                      "special", "ring", "unref", "get_page", "drop",
-                                     "bulk"]))
+                                     "bulk", "dma_fail", "xdp_mem", "napi", "frag_cycle"]))
         if kind == "alloc":
             held.append(len(events))
             events.append({"op": "alloc"})
@@ -620,8 +684,31 @@ def scenarios(draw: st.DrawFn) -> Scenario:
                            "softirq": draw(st.booleans() | st.just(True))})
         elif kind == "fail":
             events.append({"op": "fail_allocs", "count": draw(st.integers(1, 2))})
-        elif kind == "nid":
-            events.append({"op": "update_nid", "nid": draw(st.sampled_from([0, 1]))})
+        elif kind == "nid":  # PP-NUMA-003 / PP-NUMA-004 (the second updates only on a change)
+            events.append({"op": draw(st.sampled_from(["update_nid", "nid_changed"])),
+                           "nid": draw(st.sampled_from([0, 1]))})
+        elif kind == "dma_fail":  # PP-ALLOC-005: the next mappings fail, then allocations
+            events.append({"op": "fail_dma_maps", "count": draw(st.sampled_from([1, 2, 64]))})
+            for _ in range(draw(st.integers(1, 3))):
+                held.append(len(events))
+                events.append({"op": "alloc"})
+        elif kind == "xdp_mem":  # PP-DESTROY-001: one more user, one more destroy to free
+            users += 1
+            events.append({"op": "use_xdp_mem"})
+        elif kind == "napi":  # PP-RECYCLE-002: the NAPI moves, or stops (napi_disable)
+            events.append({"op": "napi_owner", "cpu": draw(st.sampled_from([-1, 0, 1]))})
+        elif kind == "frag_cycle":  # PP-FRAG-005: fragments all back, then one that won't fit
+            size = draw(st.sampled_from([1024, 1500, 2048]))
+            start = len(events)
+            n = draw(st.integers(1, 3))
+            events.extend({"op": "alloc_frag", "size": size} for _ in range(n))
+            if draw(st.booleans()):  # someone else keeps the page: it cannot be reused
+                gotten.append(len(events))
+                events.append({"op": "get_page", "alloc": start})
+            for j in range(n):
+                put(start + j)
+            held.append(len(events))
+            events.append({"op": "alloc_frag", "size": 4096})
         elif kind == "frag":  # PP-FRAG-*: several fragments, sizes at the page boundaries
             for _ in range(draw(st.integers(1, 4))):
                 held.append(len(events))
@@ -655,7 +742,9 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             else:
                 events.append({"op": "force_nid", "nid": draw(st.sampled_from([1, None]))})
     if draw(st.integers(0, 2)) == 0:  # PP-DESTROY-*: destroy with pages in flight
-        events.append({"op": "destroy"})
+        events.extend({"op": "destroy"} for _ in range(users))
+        if draw(st.integers(0, 3)) == 0:  # PP-DESTROY-007: a driver's double destroy (WARN)
+            events.append({"op": draw(st.sampled_from(["destroy", "use_xdp_mem"]))})
         for _ in range(draw(st.integers(0, 3))):
             if len(held) > 0 and draw(st.booleans()):
                 late = held.pop(draw(st.integers(0, len(held) - 1)))
