@@ -577,19 +577,27 @@ _FRAG_SIZES = (1, 64, 256, 1024, 1500, 2047, 2048, 2049, 4095, 4096, 4097)
 #: Parameters at the edges of ``page_pool_init``'s checks (PP-INIT-001 .. 005, 007), each
 #: next to the nearest one it accepts: unknown flag bits, a mapping pool's direction, sync
 #: for device without mapping or length, the order limit (7.3 refuses it at creation), and
-#: pool sizes at and above the 16K clamp (PP-INIT-002: accepted, clamped).
+#: pool sizes at and above the 16K clamp (PP-INIT-002: accepted, clamped), with the rule
+#: that decides each on the default kernel (7.3.4).  No PP_FLAG_ALLOW_UNREADABLE_NETMEM:
+#: without a net_device and memory provider the kernel would dereference NULL.
 _DMA_BOTH = pp.PP_FLAG_DMA_MAP | pp.PP_FLAG_DMA_SYNC_DEV
-_CREATION_EDGES: tuple[dict[str, int], ...] = (
-    {"flags": _DMA_BOTH | 1 << 4}, {"flags": 1 << 31}, {"flags": pp.PP_FLAG_ALL},
-    {"flags": pp.PP_FLAG_DMA_MAP, "dma_dir": pp.DMA_TO_DEVICE},
-    {"flags": pp.PP_FLAG_DMA_MAP, "dma_dir": pp.DMA_NONE},
-    {"flags": 0, "dma_dir": pp.DMA_TO_DEVICE},
-    {"flags": pp.PP_FLAG_DMA_SYNC_DEV}, {"flags": pp.PP_FLAG_DMA_SYNC_DEV, "max_len": 0},
-    {"flags": _DMA_BOTH, "max_len": 0}, {"flags": pp.PP_FLAG_DMA_MAP, "max_len": 0},
-    {"flags": _DMA_BOTH | 1 << 4, "dma_dir": pp.DMA_NONE, "max_len": 0},
-    {"order": 11}, {"order": 10}, {"order": 0xFFFF_FFFF},
-    {"pool_size": 16384}, {"pool_size": 16385}, {"pool_size": 32768}, {"pool_size": 32769},
-    {"pool_size": 0xFFFF_FFFF},
+CREATION_CASES: tuple[tuple[str, dict[str, int]], ...] = (
+    ("PP-INIT-001", {"flags": _DMA_BOTH | 1 << 4}), ("PP-INIT-001", {"flags": 1 << 31}),
+    ("PP-INIT-001", {"flags": _DMA_BOTH | pp.PP_FLAG_SYSTEM_POOL}),
+    ("PP-INIT-003", {"flags": pp.PP_FLAG_DMA_MAP, "dma_dir": pp.DMA_TO_DEVICE}),
+    ("PP-INIT-003", {"flags": pp.PP_FLAG_DMA_MAP, "dma_dir": pp.DMA_NONE}),
+    ("PP-INIT-003", {"flags": 0, "dma_dir": pp.DMA_TO_DEVICE}),
+    ("PP-INIT-004", {"flags": pp.PP_FLAG_DMA_SYNC_DEV}),
+    ("PP-INIT-004", {"flags": pp.PP_FLAG_DMA_SYNC_DEV, "max_len": 0}),
+    ("PP-INIT-004", {"flags": _DMA_BOTH, "max_len": 0}),
+    ("PP-INIT-004", {"flags": pp.PP_FLAG_DMA_MAP, "max_len": 0}),
+    ("PP-INIT-005", {"flags": _DMA_BOTH | 1 << 4, "dma_dir": pp.DMA_NONE, "max_len": 0}),
+    ("PP-INIT-005", {"flags": pp.PP_FLAG_DMA_SYNC_DEV, "order": 11}),
+    ("PP-INIT-007", {"order": 11}), ("PP-INIT-007", {"order": 10}),
+    ("PP-INIT-007", {"order": 0xFFFF_FFFF}),
+    ("PP-INIT-002", {"pool_size": 16384}), ("PP-INIT-002", {"pool_size": 16385}),
+    ("PP-INIT-002", {"pool_size": 32768}), ("PP-INIT-002", {"pool_size": 32769}),
+    ("PP-INIT-002", {"pool_size": 0xFFFF_FFFF}),
 )
 
 
@@ -612,7 +620,7 @@ def _pool_config(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.integers(0, 2)) == 0:  # PP-FRAG-002: fragments rounded to a cache line
         config["arch"] = "arm64"
     if draw(st.integers(0, 7)) == 0:  # PP-INIT-*: parameters at a creation check's edge
-        config["params"].update(draw(st.sampled_from(_CREATION_EDGES)))
+        config["params"].update(draw(st.sampled_from(CREATION_CASES))[1])
     return config
 
 
@@ -755,3 +763,74 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         events.append({"op": "release_retry"})
     return Scenario(component="page_pool", config=config, events=tuple(events),
                     rules=("PP-ALLOC-001", "PP-RECYCLE-004", "PP-STATS-001"))
+
+
+# --- fixed scenarios: each creation check and each life-cycle road once -------------------
+
+def creation_scenarios() -> list[Scenario]:
+    """:data:`CREATION_CASES` (the ci sample of the property meets only some; each is the
+    only road to its errno or its acceptance) as scenarios: the edge parameters, then an
+    allocation and its put (run only when the pool is created)."""
+    return [Scenario(component="page_pool",
+                     config={"params": {"flags": _DMA_BOTH, "max_len": 2048, **patch}},
+                     events=({"op": "alloc"}, {"op": "put", "alloc": 0, "sync": -1}),
+                     rules=(rule, "PP-INIT-005", "PP-INIT-009"))
+            for rule, patch in CREATION_CASES]
+
+
+_PUT = {"op": "put", "sync": -1}
+
+#: One scenario per life-cycle road the random mix rarely meets: (rule, config, events).
+LIFECYCLE: tuple[tuple[str, dict[str, Any], tuple[dict[str, Any], ...]], ...] = (
+    ("PP-ALLOC-005", {},  # every page of the bulk fails to map: nothing to hand out
+     ({"op": "fail_dma_maps", "count": 64}, {"op": "alloc"}, {"op": "alloc"},
+      {**_PUT, "alloc": 2})),
+    ("PP-ALLOC-005", {},  # one page of the bulk fails to map, the others are used
+     ({"op": "fail_dma_maps", "count": 1}, {"op": "alloc"}, {**_PUT, "alloc": 1})),
+    ("PP-ALLOC-006", {"params": {"order": 1}},  # a compound page that fails, then won't map
+     ({"op": "fail_allocs", "count": 1}, {"op": "alloc"}, {"op": "fail_dma_maps", "count": 1},
+      {"op": "alloc"}, {"op": "alloc"}, {**_PUT, "alloc": 4})),
+    ("PP-FRAG-004", {},  # no page to carve a fragment from
+     ({"op": "fail_allocs", "count": 1}, {"op": "alloc_frag", "size": 64},
+      {"op": "fail_allocs", "count": 1}, {"op": "alloc_frag", "size": 64, "truesize": True})),
+    ("PP-FRAG-005", {},  # every fragment back: the full page is reused in place
+     ({"op": "alloc_frag", "size": 2048}, {"op": "alloc_frag", "size": 2048},
+      {**_PUT, "alloc": 0}, {**_PUT, "alloc": 1}, {"op": "alloc_frag", "size": 2048},
+      {**_PUT, "alloc": 4})),
+    ("PP-FRAG-005", {},  # every fragment back but someone holds the page: released
+     ({"op": "alloc_frag", "size": 2048}, {"op": "get_page", "alloc": 0},
+      {**_PUT, "alloc": 0}, {"op": "alloc_frag", "size": 4096}, {"op": "drop_page", "get": 1},
+      {**_PUT, "alloc": 3})),
+    ("PP-DESTROY-002", {},  # destroy drops the frag bias of a page nobody uses: released
+     ({"op": "alloc_frag", "size": 1024}, {**_PUT, "alloc": 0}, {"op": "destroy"})),
+    ("PP-DESTROY-007", {},  # destroy twice, then a new XDP user: WARNs, nothing else
+     ({"op": "alloc"}, {"op": "destroy"}, {"op": "destroy"}, {"op": "use_xdp_mem"},
+      {**_PUT, "alloc": 0}, {"op": "release_retry"}, {"op": "destroy"},
+      {"op": "update_nid", "nid": 1})),
+    ("PP-DESTROY-001", {},  # a second user: the first destroy only drops it
+     ({"op": "use_xdp_mem"}, {"op": "destroy"}, {"op": "alloc"}, {**_PUT, "alloc": 2},
+      {"op": "destroy"}, {"op": "nid_changed", "nid": 1})),
+    ("PP-DESTROY-008", {"napi_cpu": 0},  # napi_disable before destroy: no WARN
+     ({"op": "alloc"}, {"op": "napi_owner", "cpu": 1}, {**_PUT, "alloc": 0, "cpu": 1},
+      {"op": "napi_owner", "cpu": -1}, {"op": "destroy"})),
+    ("PP-NUMA-004", {},  # the same node changes nothing, another flushes the cache
+     ({"op": "alloc"}, {**_PUT, "alloc": 0, "direct": True}, {"op": "nid_changed", "nid": 0},
+      {"op": "nid_changed", "nid": 1}, {"op": "alloc"})),
+    ("PP-INIT-008", {"params": {"flags": _DMA_BOTH | pp.PP_FLAG_SYSTEM_POOL}},
+     ({"op": "alloc"}, {**_PUT, "alloc": 0, "direct": True}, {"op": "alloc"},
+      {**_PUT, "alloc": 2})),
+    ("PP-RECYCLE-003", {"params": {"flags": 0}},  # a pool that maps nothing releases a page
+     ({"op": "alloc"}, {"op": "get_page", "alloc": 0}, {**_PUT, "alloc": 0},
+      {"op": "napi_owner", "cpu": 0})),
+    ("PP-DESTROY-003", {},  # pages in the ring at destroy: scrubbed (refcnt invariant holds)
+     ({"op": "alloc"}, {"op": "alloc"}, {**_PUT, "alloc": 0, "softirq": False},
+      {**_PUT, "alloc": 1, "softirq": False}, {"op": "destroy"})),
+)
+
+#: The rules of :data:`LIFECYCLE`, in order, for the property's marker.
+LIFECYCLE_RULES = tuple(dict.fromkeys(rule for rule, _, _ in LIFECYCLE))
+
+
+def lifecycle_scenarios() -> list[Scenario]:
+    return [Scenario(component="page_pool", config=config, events=events, rules=(rule,))
+            for rule, config, events in LIFECYCLE]
