@@ -34,11 +34,22 @@ events:  ``{"op": "alloc"}``, ``{"op": "put", "alloc": EVENT_INDEX, "sync": int 
          [EVENT_INDEX, ...], "cpu", "softirq"}`` (``page_pool_put_netmem_bulk``: each
          named holder returns one reference, at most 16; PP-RECYCLE-009),
          ``{"op": "drop_page", "get": EVENT_INDEX}`` (the mm reference that ``get_page``
-         event took is dropped with ``put_page``, PP-PAGE-002).
+         event took is dropped with ``put_page``, PP-PAGE-002),
+         ``{"op": "fail_dma_maps", "count": int}`` (``dma_mapping_error`` for the next
+         mappings, PP-ALLOC-005), ``{"op": "nid_changed", "nid": int}``
+         (``page_pool_nid_changed``, PP-NUMA-004), ``{"op": "use_xdp_mem"}``
+         (``page_pool_use_xdp_mem``: one more user, PP-DESTROY-001),
+         ``{"op": "napi_owner", "cpu": int}`` (the owning NAPI is now polled on that CPU,
+         -1: not scheduled, as after ``napi_disable``; ``{"rc": -2}`` without a NAPI).
+         ``update_nid``, ``nid_changed``, ``use_xdp_mem`` and ``destroy`` on a pool
+         already freed call nothing: ``{"rc": -2}``.
          A ``put``, ``get_page``, ``ref_page``, ``fragment_page``, ``unref_page`` or
          ``put_unrefed`` names the event whose reference it uses; one naming a failed
          alloc, or a reference already put, does nothing: ``{"rc": -2}``.
-observables: ``events[i]``: alloc → ``{"rc": 0, "page": K}`` where K numbers pages in the
+observables: ``create``: ``{"rc": 0}``, or the errno ``page_pool_create`` returned
+         (PP-INIT-009); then no event runs, ``events`` is empty, ``pages`` and
+         ``pp_ref_count`` are empty and the pool-wide fields null.
+         ``events[i]``: alloc → ``{"rc": 0, "page": K}`` where K numbers pages in the
          order the pool first hands them out (0, 1, ...), or ``{"rc": -12}``;
          alloc_frag → also ``offset`` (and ``truesize`` when asked); put → ``{"rc": 0,
          "synced": LEN | null, "sync_offset": OFF | null}`` (bytes synced for the device and
@@ -49,7 +60,8 @@ observables: ``events[i]``: alloc → ``{"rc": 0, "page": K}`` where K numbers p
          (``alloc_cache``, ``ptr_ring``, ``in_flight``, ``released``); ``pp_ref_count``:
          K → the page's ``pp_ref_count`` while the pool owns it (null once released);
          ``dma``: maps, unmaps, syncs for device and the bytes they cover; ``state``;
-         ``warnings`` (WARNs the pool hit).
+         ``warnings`` (WARNs the pool hit, and ``page_pool_empty_ring``'s refcount
+         ``pr_crit``).
 """
 
 from __future__ import annotations
@@ -476,7 +488,9 @@ _UNTRACED = {"get_page": "PP-PAGE-002", "fail_allocs": "PP-ALLOC-004",
              "release_retry": "PP-DESTROY-005", "put": "PP-RECYCLE-001",
              "drop_page": "PP-PAGE-002", "put_bulk": "PP-RECYCLE-009",
              "fragment_page": "PP-RECYCLE-011", "unref_page": "PP-RECYCLE-011",
-             "put_unrefed": "PP-RECYCLE-011"}
+             "put_unrefed": "PP-RECYCLE-011", "fail_dma_maps": "PP-ALLOC-005",
+             "nid_changed": "PP-NUMA-004", "use_xdp_mem": "PP-DESTROY-001",
+             "napi_owner": "PP-RECYCLE-002"}
 
 
 def _params_text(scenario: Scenario) -> str:
