@@ -40,7 +40,11 @@ events:  ``{"op": "alloc"}``, ``{"op": "put", "alloc": EVENT_INDEX, "sync": int 
          (``page_pool_nid_changed``, PP-NUMA-004), ``{"op": "use_xdp_mem"}``
          (``page_pool_use_xdp_mem``: one more user, PP-DESTROY-001),
          ``{"op": "napi_owner", "cpu": int}`` (the owning NAPI is now polled on that CPU,
-         -1: not scheduled, as after ``napi_disable``; ``{"rc": -2}`` without a NAPI).
+         -1: not scheduled, as after ``napi_disable``; ``{"rc": -2}`` without a NAPI),
+         ``{"op": "cycle", "count": int, "direct", "cpu", "softirq"}`` (a refill of
+         ``count`` pages, allocated in the NAPI context of CPU 0, then each put back
+         full-length in the context given as for ``put``; answers ``got``, how many it
+         allocated; its pages are named only when a later event hands one out).
          ``update_nid``, ``nid_changed``, ``use_xdp_mem`` and ``destroy`` on a pool
          already freed call nothing: ``{"rc": -2}``.
          A ``put``, ``get_page``, ``ref_page``, ``fragment_page``, ``unref_page`` or
@@ -221,6 +225,24 @@ def _run(scenario: Scenario, traces: list[Trace] | None,
             "state": pool.state.value, "warnings": len(pool.warnings)}
 
 
+def _cycle(pool: pp.PagePool, ev: Mapping[str, Any], trace: Trace | None) -> int:
+    """A driver's refill of ``count`` buffers all returned at once (``cycle``): that many
+    allocations in its NAPI context on CPU 0 (fewer if one fails), then a full-length put
+    of each in the event's context.  Its pages get no name (they are not in ``pages``)
+    until a later allocation hands one out again.  Returns how many it got."""
+    got: list[pp.Page] = []
+    alloc_ctx = pp.Context.softirq(cpu=0)
+    for _ in range(int(ev["count"])):
+        page = pp.page_pool_dev_alloc_pages(pool, alloc_ctx, trace)
+        if page is None:
+            break
+        got.append(page)
+    direct, ctx = bool(ev.get("direct", False)), _ctx_of(ev)
+    for page in got:
+        pp.page_pool_put_full_page(pool, page, direct, ctx, trace)
+    return len(got)
+
+
 def _event(i: int, ev: Mapping[str, Any], pool: pp.PagePool, pages: dict[int, pp.Page],
            held: dict[int, int], gets: dict[int, pp.Page], names: dict[int, int],
            by_name: list[pp.Page], shift: int, trace: Trace | None) -> dict[str, Any]:
@@ -240,6 +262,8 @@ def _event(i: int, ev: Mapping[str, Any], pool: pp.PagePool, pages: dict[int, pp
         if bulk:
             pp.page_pool_put_netmem_bulk(bulk, _ctx_of(ev), trace)
         return {"rc": 0}
+    if op == "cycle":  # PP-RING-001, PP-INIT-002: count pages out, then every one back
+        return {"rc": 0, "got": _cycle(pool, ev, trace)}
     if op == "drop_page":  # PP-PAGE-002: someone else's mm reference goes
         page = gets.pop(int(ev["get"]), None)
         if page is None:
@@ -490,7 +514,7 @@ _UNTRACED = {"get_page": "PP-PAGE-002", "fail_allocs": "PP-ALLOC-004",
              "fragment_page": "PP-RECYCLE-011", "unref_page": "PP-RECYCLE-011",
              "put_unrefed": "PP-RECYCLE-011", "fail_dma_maps": "PP-ALLOC-005",
              "nid_changed": "PP-NUMA-004", "use_xdp_mem": "PP-DESTROY-001",
-             "napi_owner": "PP-RECYCLE-002"}
+             "napi_owner": "PP-RECYCLE-002", "cycle": "PP-RING-001"}
 
 
 def _params_text(scenario: Scenario) -> str:
@@ -836,6 +860,9 @@ LIFECYCLE: tuple[tuple[str, dict[str, Any], tuple[dict[str, Any], ...]], ...] = 
     ("PP-RECYCLE-003", {"params": {"flags": 0}},  # a pool that maps nothing releases a page
      ({"op": "alloc"}, {"op": "get_page", "alloc": 0}, {**_PUT, "alloc": 0},
       {"op": "napi_owner", "cpu": 0})),
+    ("PP-INIT-002", {"params": {"pool_size": 16385}},  # the ring holds the 16K clamp, no more
+     ({"op": "cycle", "count": 16386, "softirq": False}, {"op": "alloc"},
+      {**_PUT, "alloc": 1})),
     ("PP-DESTROY-003", {},  # pages in the ring at destroy: scrubbed (refcnt invariant holds)
      ({"op": "alloc"}, {"op": "alloc"}, {**_PUT, "alloc": 0, "softirq": False},
       {**_PUT, "alloc": 1, "softirq": False}, {"op": "destroy"})),
