@@ -851,6 +851,9 @@ LIFECYCLE: tuple[tuple[str, dict[str, Any], tuple[dict[str, Any], ...]], ...] = 
     ("PP-DESTROY-008", {"napi_cpu": 0},  # napi_disable before destroy: no WARN
      ({"op": "alloc"}, {"op": "napi_owner", "cpu": 1}, {**_PUT, "alloc": 0, "cpu": 1},
       {"op": "napi_owner", "cpu": -1}, {"op": "destroy"})),
+    ("PP-DESTROY-006", {},  # puts after the last destroy: direct stays, the rest is released
+     ({"op": "alloc"}, {"op": "alloc"}, {"op": "destroy"}, {**_PUT, "alloc": 0, "direct": True},
+      {**_PUT, "alloc": 1}, {"op": "release_retry"})),
     ("PP-NUMA-004", {},  # the same node changes nothing, another flushes the cache
      ({"op": "alloc"}, {**_PUT, "alloc": 0, "direct": True}, {"op": "nid_changed", "nid": 0},
       {"op": "nid_changed", "nid": 1}, {"op": "alloc"})),

@@ -56,6 +56,7 @@ def test_page_pool_each_creation_edge(rx_target: TargetSession, scenario: Scenar
 #: ``page_pool.LIFECYCLE_RULES``, written out for the same reason.
 LIFECYCLE_RULES = ("PP-ALLOC-005", "PP-ALLOC-006", "PP-FRAG-004", "PP-FRAG-005",
                    "PP-DESTROY-002", "PP-DESTROY-007", "PP-DESTROY-001", "PP-DESTROY-008",
+                   "PP-DESTROY-006",
                    "PP-NUMA-004", "PP-INIT-008", "PP-RECYCLE-003", "PP-INIT-002",
                    "PP-DESTROY-003")
 

@@ -584,7 +584,10 @@ class PagePool:
     def nid_changed(self, new_nid: int, trace: Trace | None = None) -> None:
         """``page_pool_nid_changed``: update only when the node differs (PP-NUMA-004)."""
         if self.nid != new_nid:
+            emit(trace, "PP-NUMA-004", "node differs: update it", nid=self.nid, new_nid=new_nid)
             self.update_nid(new_nid, trace)
+        else:
+            emit(trace, "PP-NUMA-004", "same node: nothing to do", nid=new_nid)
 
     # ------------------------------------------------------------------ destroy
 
