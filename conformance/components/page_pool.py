@@ -556,6 +556,8 @@ def _event_text(ev: Mapping[str, Any], out: Mapping[str, Any]) -> str:
             return (f"{asked} -> {rc}, synced {out['synced']} bytes for the device at offset "
                     f"{out['sync_offset']}")
         return f"{asked} -> {rc}, no sync"
+    if op == "cycle" and "got" in out:
+        return (f"cycle of {ev['count']} page(s) out and back -> {rc}, got {out['got']}")
     if op in ("destroy", "release_retry") and "inflight" in out:
         return f"{op} -> {rc}, {out['inflight']} page(s) in flight, pool {out['state']}"
     if op == "get_page":
@@ -578,7 +580,8 @@ def explain(scenario: Scenario) -> str:
     created = _create(scenario)
     if created.pool is None:  # the parameters are refused before any event runs
         return "\n".join([*notes, _params_text(scenario),
-                          f"page_pool_create -> rc {rc_text(created.err)} (PP-INIT-009)"])
+                          f"page_pool_create -> rc {rc_text(created.err)} "
+                          f"({', '.join(_create_rules(scenario))})"])
     traces: list[Trace] = []
     observed = _run(scenario, traces)
     lines = [*notes, _params_text(scenario)]
