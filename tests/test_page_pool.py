@@ -1221,3 +1221,28 @@ def test_trace_names_rules() -> None:
     page_pool_put_page(pool, page, -1, True, SOFTIRQ0, t)
     pool.alloc_pages(SOFTIRQ0, t)
     assert t.rules() == ["PP-ALLOC-002", "PP-ALLOC-004", "PP-RECYCLE-004", "PP-ALLOC-001"]
+
+
+@pytest.mark.rule("PP-INIT-005", "PP-INIT-009")
+def test_page_pool_fixed_scenario_markers_match_the_component() -> None:
+    """The creation and life-cycle properties' markers name exactly the rules their
+    scenario tables (conformance.components.page_pool) are written for."""
+    from conformance.components import page_pool as component
+    from conformance.properties import test_page_pool as props
+    assert set(props.CREATION_RULES) == {r for r, _ in component.CREATION_CASES} | {
+        "PP-INIT-009"}
+    assert set(props.LIFECYCLE_RULES) == set(component.LIFECYCLE_RULES)
+
+
+@pytest.mark.rule("PP-INIT-009", "PP-INIT-007")
+def test_page_pool_component_reports_the_creation_errno() -> None:
+    """A refused creation is an observable (``create.rc``) and runs no event; an accepted
+    one reports rc 0."""
+    from conformance.components import page_pool as component
+    from conformance.scenario import Scenario
+    refused = component.expected(Scenario(component="page_pool", config={"params": {
+        "order": 11}}, events=({"op": "alloc"},)))
+    assert refused["create"] == {"rc": -errno.EINVAL} and refused["events"] == []
+    accepted = component.expected(Scenario(component="page_pool", config={"params": {
+        "pool_size": 32769}}, events=({"op": "alloc"},)))
+    assert accepted["create"] == {"rc": 0} and accepted["events"][0]["rc"] == 0

@@ -34,11 +34,26 @@ events:  ``{"op": "alloc"}``, ``{"op": "put", "alloc": EVENT_INDEX, "sync": int 
          [EVENT_INDEX, ...], "cpu", "softirq"}`` (``page_pool_put_netmem_bulk``: each
          named holder returns one reference, at most 16; PP-RECYCLE-009),
          ``{"op": "drop_page", "get": EVENT_INDEX}`` (the mm reference that ``get_page``
-         event took is dropped with ``put_page``, PP-PAGE-002).
+         event took is dropped with ``put_page``, PP-PAGE-002),
+         ``{"op": "fail_dma_maps", "count": int}`` (``dma_mapping_error`` for the next
+         mappings, PP-ALLOC-005), ``{"op": "nid_changed", "nid": int}``
+         (``page_pool_nid_changed``, PP-NUMA-004), ``{"op": "use_xdp_mem"}``
+         (``page_pool_use_xdp_mem``: one more user, PP-DESTROY-001),
+         ``{"op": "napi_owner", "cpu": int}`` (the owning NAPI is now polled on that CPU,
+         -1: not scheduled, as after ``napi_disable``; ``{"rc": -2}`` without a NAPI),
+         ``{"op": "cycle", "count": int, "direct", "cpu", "softirq"}`` (a refill of
+         ``count`` pages, allocated in the NAPI context of CPU 0, then each put back
+         full-length in the context given as for ``put``; answers ``got``, how many it
+         allocated; its pages are named only when a later event hands one out).
+         ``update_nid``, ``nid_changed``, ``use_xdp_mem`` and ``destroy`` on a pool
+         already freed call nothing: ``{"rc": -2}``.
          A ``put``, ``get_page``, ``ref_page``, ``fragment_page``, ``unref_page`` or
          ``put_unrefed`` names the event whose reference it uses; one naming a failed
          alloc, or a reference already put, does nothing: ``{"rc": -2}``.
-observables: ``events[i]``: alloc → ``{"rc": 0, "page": K}`` where K numbers pages in the
+observables: ``create``: ``{"rc": 0}``, or the errno ``page_pool_create`` returned
+         (PP-INIT-009); then no event runs, ``events`` is empty, ``pages`` and
+         ``pp_ref_count`` are empty and the pool-wide fields null.
+         ``events[i]``: alloc → ``{"rc": 0, "page": K}`` where K numbers pages in the
          order the pool first hands them out (0, 1, ...), or ``{"rc": -12}``;
          alloc_frag → also ``offset`` (and ``truesize`` when asked); put → ``{"rc": 0,
          "synced": LEN | null, "sync_offset": OFF | null}`` (bytes synced for the device and
@@ -49,7 +64,8 @@ observables: ``events[i]``: alloc → ``{"rc": 0, "page": K}`` where K numbers p
          (``alloc_cache``, ``ptr_ring``, ``in_flight``, ``released``); ``pp_ref_count``:
          K → the page's ``pp_ref_count`` while the pool owns it (null once released);
          ``dma``: maps, unmaps, syncs for device and the bytes they cover; ``state``;
-         ``warnings`` (WARNs the pool hit).
+         ``warnings`` (WARNs the pool hit, and ``page_pool_empty_ring``'s refcount
+         ``pr_crit``).
 """
 
 from __future__ import annotations
@@ -71,15 +87,9 @@ from reference.page_pool.stats import ethtool_stats
 from reference.trace import Trace, TraceEvent
 
 
-def _pool(scenario: Scenario) -> pp.PagePool:
-    created = _create(scenario)
-    if created.pool is None:
-        raise ValueError(f"page_pool_create failed with {created.err}")
-    return created.pool
-
-
-def _create(scenario: Scenario) -> pp.CreateResult:
-    """``page_pool_create`` with the scenario's params (PP-INIT-009)."""
+def _create(scenario: Scenario, trace: Trace | None = None) -> pp.CreateResult:
+    """``page_pool_create`` with the scenario's params (PP-INIT-009); ``trace`` gets the
+    creation check that refused them."""
     cfg = scenario.config
     p = dict(cfg.get("params", {}))
     napi = pp.NapiStruct(int(cfg["napi_cpu"])) if cfg.get("napi_cpu") is not None else None
@@ -97,7 +107,15 @@ def _create(scenario: Scenario) -> pp.CreateResult:
     # PP-INIT-006, PP-INIT-009: page_pool_create is page_pool_create_percpu with cpuid -1.
     allocator = pp.PageAllocator(_ARCHES[str(cfg.get("arch", "x86_64"))])
     return pp.page_pool_create_percpu(params, int(cfg.get("cpuid", -1)), allocator=allocator,
-                                      kernel=resolve_kernel(scenario.kernel))
+                                      kernel=resolve_kernel(scenario.kernel), trace=trace)
+
+
+def _create_rules(scenario: Scenario) -> tuple[str, ...]:
+    """The rules that decided a creation: the check that refused it, its order among the
+    others, and the creation result itself (PP-INIT-005, PP-INIT-009)."""
+    trace = Trace()
+    _create(scenario, trace)
+    return (*_pp_rules(trace), "PP-INIT-005", "PP-INIT-009")
 
 
 #: The ``arch`` config key: the architectures the model has values for (PP-FRAG-002).
@@ -123,6 +141,10 @@ def _handle(op: str, pool: pp.PagePool, pages: dict[int, pp.Page], ev: Mapping[s
     frag = page_pool_dev_alloc_frag(pool, size, ctx, trace)
     return None if frag is None else (frag[0], {"offset": frag[1]})
 
+
+#: Ops that call the pool itself: on a freed pool (a destroy with nothing in flight) they
+#: answer ``{"rc": -2}`` and call nothing, as no driver can call a pool it freed.
+_NEEDS_POOL = ("update_nid", "nid_changed", "use_xdp_mem", "destroy")
 
 #: Ops that use the reference an earlier event took (its ``alloc`` field names it).
 _USES_REF = ("put", "get_page", "ref_page", "fragment_page", "unref_page", "put_unrefed")
@@ -152,12 +174,22 @@ def _snapshot(pool: pp.PagePool) -> dict[str, Any]:
             "state": pool.state.value, "warnings": len(pool.warnings)}
 
 
+def _refused(err: int) -> dict[str, Any]:
+    """What a target reports when ``page_pool_create`` failed (PP-INIT-009): the errno, and
+    no event run (the driver has no pool to run them on)."""
+    return {"create": {"rc": err}, "events": [], "stats": None, "inflight": None,
+            "pages": {}, "pp_ref_count": {}, "dma": None, "state": None, "warnings": None}
+
+
 def _run(scenario: Scenario, traces: list[Trace] | None,
          snapshots: list[dict[str, Any]] | None = None,
          pfns: list[int] | None = None) -> dict[str, Any]:
     """Run the events; with ``traces``, one trace per event, with ``snapshots`` the
     pool-wide observables after each, with ``pfns`` each page number's pfn."""
-    pool = _pool(scenario)
+    created = _create(scenario)
+    if created.pool is None:  # PP-INIT-001..005, 007: refused at creation
+        return _refused(created.err)
+    pool = created.pool
     dev = pool.dev
     assert dev is not None
     shift = pool.arch.page_shift
@@ -184,12 +216,31 @@ def _run(scenario: Scenario, traces: list[Trace] | None,
         refs[str(k)] = page.pp_ref_count if owned else None
     if pfns is not None:
         pfns.extend(page.pfn for page in by_name)
-    return {"events": events, "stats": ethtool_stats(pool.stats()), "inflight": pool.inflight(),
+    return {"create": {"rc": 0},
+            "events": events, "stats": ethtool_stats(pool.stats()), "inflight": pool.inflight(),
             "pages": where, "pp_ref_count": refs,
             "dma": {"maps": dev.maps, "unmaps": dev.unmaps,
                     "syncs_for_device": dev.device_syncs,
                     "sync_bytes_for_device": sum(s.size for s in dev.syncs_for_device)},
             "state": pool.state.value, "warnings": len(pool.warnings)}
+
+
+def _cycle(pool: pp.PagePool, ev: Mapping[str, Any], trace: Trace | None) -> int:
+    """A driver's refill of ``count`` buffers all returned at once (``cycle``): that many
+    allocations in its NAPI context on CPU 0 (fewer if one fails), then a full-length put
+    of each in the event's context.  Its pages get no name (they are not in ``pages``)
+    until a later allocation hands one out again.  Returns how many it got."""
+    got: list[pp.Page] = []
+    alloc_ctx = pp.Context.softirq(cpu=0)
+    for _ in range(int(ev["count"])):
+        page = pp.page_pool_dev_alloc_pages(pool, alloc_ctx, trace)
+        if page is None:
+            break
+        got.append(page)
+    direct, ctx = bool(ev.get("direct", False)), _ctx_of(ev)
+    for page in got:
+        pp.page_pool_put_full_page(pool, page, direct, ctx, trace)
+    return len(got)
 
 
 def _event(i: int, ev: Mapping[str, Any], pool: pp.PagePool, pages: dict[int, pp.Page],
@@ -211,6 +262,8 @@ def _event(i: int, ev: Mapping[str, Any], pool: pp.PagePool, pages: dict[int, pp
         if bulk:
             pp.page_pool_put_netmem_bulk(bulk, _ctx_of(ev), trace)
         return {"rc": 0}
+    if op == "cycle":  # PP-RING-001, PP-INIT-002: count pages out, then every one back
+        return {"rc": 0, "got": _cycle(pool, ev, trace)}
     if op == "drop_page":  # PP-PAGE-002: someone else's mm reference goes
         page = gets.pop(int(ev["get"]), None)
         if page is None:
@@ -262,6 +315,8 @@ def _event(i: int, ev: Mapping[str, Any], pool: pp.PagePool, pages: dict[int, pp
         remaining = pp.page_pool_unref_page(pages[ref], nr, trace)
         held[ref] -= nr
         return {"rc": 0, "remaining": remaining}
+    if op in _NEEDS_POOL and pool.state is pp.PoolState.FREED:
+        return {"rc": -errno.ENOENT}  # the pool is gone: nothing to call it on
     if op == "get_page":
         pp.get_page(pages[int(ev["alloc"])])
         gets[i] = pages[int(ev["alloc"])]
@@ -274,6 +329,16 @@ def _event(i: int, ev: Mapping[str, Any], pool: pp.PagePool, pages: dict[int, pp
     elif op == "force_nid":
         nid = ev.get("nid")
         pool.allocator.force_nid = None if nid is None else int(nid)
+    elif op == "fail_dma_maps":  # PP-ALLOC-005: dma_mapping_error for the next mappings
+        dev.fail_map_next += int(ev["count"])
+    elif op == "nid_changed":  # PP-NUMA-004: the NAPI poll's check of numa_mem_id()
+        pp.page_pool_nid_changed(pool, int(ev["nid"]), trace)
+    elif op == "use_xdp_mem":  # PP-DESTROY-001: the XDP memory model's user reference
+        pp.page_pool_use_xdp_mem(pool)
+    elif op == "napi_owner":  # PP-RECYCLE-002, PP-DESTROY-008: where the NAPI is polled
+        if pool.napi is None:
+            return {"rc": -errno.ENOENT}  # a pool without a NAPI instance
+        pool.napi.list_owner = int(ev["cpu"])
     elif op == "destroy":
         pp.page_pool_destroy(pool, trace)
         return {"rc": 0, "inflight": pp.page_pool_inflight(pool, True),
@@ -340,7 +405,11 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     snapshots: list[dict[str, Any]] = []
     pfns: list[int] = []
     _run(scenario, traces, snapshots, pfns)
-    initial = _snapshot(_pool(scenario))
+    created = _create(scenario)
+    if created.pool is None:  # refused: the creation checks decide everything
+        rc_rules = _create_rules(scenario)
+        return lambda path: rc_rules
+    initial = _snapshot(created.pool)
 
     def changed(path: str) -> tuple[str, ...]:
         out: dict[str, None] = {}
@@ -381,7 +450,9 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
 def applied(scenario: Scenario) -> set[str]:
     traces: list[Trace] = []
     _run(scenario, traces)
-    return {rule for trace in traces for rule in trace.rules()}
+    creation = Trace()
+    _create(scenario, creation)
+    return {rule for trace in (creation, *traces) for rule in trace.rules()}
 
 
 COMPONENT = Component(
@@ -441,7 +512,9 @@ _UNTRACED = {"get_page": "PP-PAGE-002", "fail_allocs": "PP-ALLOC-004",
              "release_retry": "PP-DESTROY-005", "put": "PP-RECYCLE-001",
              "drop_page": "PP-PAGE-002", "put_bulk": "PP-RECYCLE-009",
              "fragment_page": "PP-RECYCLE-011", "unref_page": "PP-RECYCLE-011",
-             "put_unrefed": "PP-RECYCLE-011"}
+             "put_unrefed": "PP-RECYCLE-011", "fail_dma_maps": "PP-ALLOC-005",
+             "nid_changed": "PP-NUMA-004", "use_xdp_mem": "PP-DESTROY-001",
+             "napi_owner": "PP-RECYCLE-002", "cycle": "PP-RING-001"}
 
 
 def _params_text(scenario: Scenario) -> str:
@@ -483,6 +556,8 @@ def _event_text(ev: Mapping[str, Any], out: Mapping[str, Any]) -> str:
             return (f"{asked} -> {rc}, synced {out['synced']} bytes for the device at offset "
                     f"{out['sync_offset']}")
         return f"{asked} -> {rc}, no sync"
+    if op == "cycle" and "got" in out:
+        return (f"cycle of {ev['count']} page(s) out and back -> {rc}, got {out['got']}")
     if op in ("destroy", "release_retry") and "inflight" in out:
         return f"{op} -> {rc}, {out['inflight']} page(s) in flight, pool {out['state']}"
     if op == "get_page":
@@ -505,7 +580,8 @@ def explain(scenario: Scenario) -> str:
     created = _create(scenario)
     if created.pool is None:  # the parameters are refused before any event runs
         return "\n".join([*notes, _params_text(scenario),
-                          f"page_pool_create -> rc {rc_text(created.err)} (PP-INIT-009)"])
+                          f"page_pool_create -> rc {rc_text(created.err)} "
+                          f"({', '.join(_create_rules(scenario))})"])
     traces: list[Trace] = []
     observed = _run(scenario, traces)
     lines = [*notes, _params_text(scenario)]
@@ -539,10 +615,37 @@ _MAX_EVENTS = 3200
 _FRAG_SIZES = (1, 64, 256, 1024, 1500, 2047, 2048, 2049, 4095, 4096, 4097)
 
 
+#: Parameters at the edges of ``page_pool_init``'s checks (PP-INIT-001 .. 005, 007), each
+#: next to the nearest one it accepts: unknown flag bits, a mapping pool's direction, sync
+#: for device without mapping or length, the order limit (7.3 refuses it at creation), and
+#: pool sizes at and above the 16K clamp (PP-INIT-002: accepted, clamped), with the rule
+#: that decides each on the default kernel (7.3.4).  No PP_FLAG_ALLOW_UNREADABLE_NETMEM:
+#: without a net_device and memory provider the kernel would dereference NULL.
+_DMA_BOTH = pp.PP_FLAG_DMA_MAP | pp.PP_FLAG_DMA_SYNC_DEV
+CREATION_CASES: tuple[tuple[str, dict[str, int]], ...] = (
+    ("PP-INIT-001", {"flags": _DMA_BOTH | 1 << 4}), ("PP-INIT-001", {"flags": 1 << 31}),
+    ("PP-INIT-001", {"flags": _DMA_BOTH | pp.PP_FLAG_SYSTEM_POOL}),
+    ("PP-INIT-003", {"flags": pp.PP_FLAG_DMA_MAP, "dma_dir": pp.DMA_TO_DEVICE}),
+    ("PP-INIT-003", {"flags": pp.PP_FLAG_DMA_MAP, "dma_dir": pp.DMA_NONE}),
+    ("PP-INIT-003", {"flags": 0, "dma_dir": pp.DMA_TO_DEVICE}),
+    ("PP-INIT-004", {"flags": pp.PP_FLAG_DMA_SYNC_DEV}),
+    ("PP-INIT-004", {"flags": pp.PP_FLAG_DMA_SYNC_DEV, "max_len": 0}),
+    ("PP-INIT-004", {"flags": _DMA_BOTH, "max_len": 0}),
+    ("PP-INIT-004", {"flags": pp.PP_FLAG_DMA_MAP, "max_len": 0}),
+    ("PP-INIT-005", {"flags": _DMA_BOTH | 1 << 4, "dma_dir": pp.DMA_NONE, "max_len": 0}),
+    ("PP-INIT-005", {"flags": pp.PP_FLAG_DMA_SYNC_DEV, "order": 11}),
+    ("PP-INIT-007", {"order": 11}), ("PP-INIT-007", {"order": 10}),
+    ("PP-INIT-007", {"order": 0xFFFF_FFFF}),
+    ("PP-INIT-002", {"pool_size": 16384}), ("PP-INIT-002", {"pool_size": 16385}),
+    ("PP-INIT-002", {"pool_size": 32768}), ("PP-INIT-002", {"pool_size": 32769}),
+    ("PP-INIT-002", {"pool_size": 0xFFFF_FFFF}),
+)
+
+
 @st.composite
 def _pool_config(draw: st.DrawFn) -> dict[str, Any]:
-    flags = draw(st.sampled_from([pp.PP_FLAG_DMA_MAP | pp.PP_FLAG_DMA_SYNC_DEV] * 3
-                                 + [pp.PP_FLAG_DMA_MAP, 0]))
+    flags = draw(st.sampled_from([_DMA_BOTH] * 3 + [pp.PP_FLAG_DMA_MAP, 0,
+                                                   _DMA_BOTH | pp.PP_FLAG_SYSTEM_POOL]))
     config: dict[str, Any] = {"params": {"pool_size": draw(st.sampled_from([0, 16, 64, 128])),
                                          "max_len": draw(st.sampled_from([1536, 2048, 4096])),
                                          "offset": draw(st.sampled_from([0, 64, 256])),
@@ -557,6 +660,8 @@ def _pool_config(draw: st.DrawFn) -> dict[str, Any]:
         config["cpuid"] = draw(st.sampled_from([0, 1]))
     if draw(st.integers(0, 2)) == 0:  # PP-FRAG-002: fragments rounded to a cache line
         config["arch"] = "arm64"
+    if draw(st.integers(0, 7)) == 0:  # PP-INIT-*: parameters at a creation check's edge
+        config["params"].update(draw(st.sampled_from(CREATION_CASES))[1])
     return config
 
 
@@ -578,13 +683,21 @@ def scenarios(draw: st.DrawFn) -> Scenario:
                        "cpu": draw(st.sampled_from([0, 1])),
                        "softirq": draw(st.booleans() | st.just(True))})
 
+    users = 1  # page_pool_destroy calls it takes to free the pool (PP-DESTROY-001)
+    prelude = draw(st.sampled_from(["", "", "", "", "frag_fail", "dma_fail"]))
+    if prelude == "frag_fail":  # PP-FRAG-004: a fragment with no page to carve (pool empty)
+        events += [{"op": "fail_allocs", "count": 1},
+                   {"op": "alloc_frag", "size": draw(st.sampled_from([64, 1024])),
+                    "truesize": draw(st.booleans())}]
+    elif prelude == "dma_fail":  # PP-ALLOC-005: every page of the first bulk fails to map
+        events += [{"op": "fail_dma_maps", "count": 64}, {"op": "alloc"}]
     for _ in range(draw(st.integers(1, 60))):
         if len(events) > _MAX_EVENTS:  # events name earlier events by index (schema: 4096)
             break
         kind = draw(st.sampled_from(["alloc", "alloc", "alloc", "put", "put", "put", "burst",
                                      "get_page", "fail", "nid", "frag", "frag", "ref",
                                      "special", "ring", "unref", "get_page", "drop",
-                                     "bulk"]))
+                                     "bulk", "dma_fail", "xdp_mem", "napi", "frag_cycle"]))
         if kind == "alloc":
             held.append(len(events))
             events.append({"op": "alloc"})
@@ -620,8 +733,31 @@ def scenarios(draw: st.DrawFn) -> Scenario:
                            "softirq": draw(st.booleans() | st.just(True))})
         elif kind == "fail":
             events.append({"op": "fail_allocs", "count": draw(st.integers(1, 2))})
-        elif kind == "nid":
-            events.append({"op": "update_nid", "nid": draw(st.sampled_from([0, 1]))})
+        elif kind == "nid":  # PP-NUMA-003 / PP-NUMA-004 (the second updates only on a change)
+            events.append({"op": draw(st.sampled_from(["update_nid", "nid_changed"])),
+                           "nid": draw(st.sampled_from([0, 1]))})
+        elif kind == "dma_fail":  # PP-ALLOC-005: the next mappings fail, then allocations
+            events.append({"op": "fail_dma_maps", "count": draw(st.sampled_from([1, 2, 64]))})
+            for _ in range(draw(st.integers(1, 3))):
+                held.append(len(events))
+                events.append({"op": "alloc"})
+        elif kind == "xdp_mem":  # PP-DESTROY-001: one more user, one more destroy to free
+            users += 1
+            events.append({"op": "use_xdp_mem"})
+        elif kind == "napi":  # PP-RECYCLE-002: the NAPI moves, or stops (napi_disable)
+            events.append({"op": "napi_owner", "cpu": draw(st.sampled_from([-1, 0, 1]))})
+        elif kind == "frag_cycle":  # PP-FRAG-005: fragments all back, then one that won't fit
+            size = draw(st.sampled_from([1024, 1500, 2048]))
+            start = len(events)
+            n = draw(st.integers(1, 3))
+            events.extend({"op": "alloc_frag", "size": size} for _ in range(n))
+            if draw(st.booleans()):  # someone else keeps the page: it cannot be reused
+                gotten.append(len(events))
+                events.append({"op": "get_page", "alloc": start})
+            for j in range(n):
+                put(start + j)
+            held.append(len(events))
+            events.append({"op": "alloc_frag", "size": 4096})
         elif kind == "frag":  # PP-FRAG-*: several fragments, sizes at the page boundaries
             for _ in range(draw(st.integers(1, 4))):
                 held.append(len(events))
@@ -655,7 +791,9 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             else:
                 events.append({"op": "force_nid", "nid": draw(st.sampled_from([1, None]))})
     if draw(st.integers(0, 2)) == 0:  # PP-DESTROY-*: destroy with pages in flight
-        events.append({"op": "destroy"})
+        events.extend({"op": "destroy"} for _ in range(users))
+        if draw(st.integers(0, 3)) == 0:  # PP-DESTROY-007: a driver's double destroy (WARN)
+            events.append({"op": draw(st.sampled_from(["destroy", "use_xdp_mem"]))})
         for _ in range(draw(st.integers(0, 3))):
             if len(held) > 0 and draw(st.booleans()):
                 late = held.pop(draw(st.integers(0, len(held) - 1)))
@@ -666,3 +804,80 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         events.append({"op": "release_retry"})
     return Scenario(component="page_pool", config=config, events=tuple(events),
                     rules=("PP-ALLOC-001", "PP-RECYCLE-004", "PP-STATS-001"))
+
+
+# --- fixed scenarios: each creation check and each life-cycle road once -------------------
+
+def creation_scenarios() -> list[Scenario]:
+    """:data:`CREATION_CASES` (the ci sample of the property meets only some; each is the
+    only road to its errno or its acceptance) as scenarios: the edge parameters, then an
+    allocation and its put (run only when the pool is created)."""
+    return [Scenario(component="page_pool",
+                     config={"params": {"flags": _DMA_BOTH, "max_len": 2048, **patch}},
+                     events=({"op": "alloc"}, {"op": "put", "alloc": 0, "sync": -1}),
+                     rules=(rule, "PP-INIT-005", "PP-INIT-009"))
+            for rule, patch in CREATION_CASES]
+
+
+_PUT = {"op": "put", "sync": -1}
+
+#: One scenario per life-cycle road the random mix rarely meets: (rule, config, events).
+LIFECYCLE: tuple[tuple[str, dict[str, Any], tuple[dict[str, Any], ...]], ...] = (
+    ("PP-ALLOC-005", {},  # every page of the bulk fails to map: nothing to hand out
+     ({"op": "fail_dma_maps", "count": 64}, {"op": "alloc"}, {"op": "alloc"},
+      {**_PUT, "alloc": 2})),
+    ("PP-ALLOC-005", {},  # one page of the bulk fails to map, the others are used
+     ({"op": "fail_dma_maps", "count": 1}, {"op": "alloc"}, {**_PUT, "alloc": 1})),
+    ("PP-ALLOC-006", {"params": {"order": 1}},  # a compound page that fails, then won't map
+     ({"op": "fail_allocs", "count": 1}, {"op": "alloc"}, {"op": "fail_dma_maps", "count": 1},
+      {"op": "alloc"}, {"op": "alloc"}, {**_PUT, "alloc": 4})),
+    ("PP-FRAG-004", {},  # no page to carve a fragment from
+     ({"op": "fail_allocs", "count": 1}, {"op": "alloc_frag", "size": 64},
+      {"op": "fail_allocs", "count": 1}, {"op": "alloc_frag", "size": 64, "truesize": True})),
+    ("PP-FRAG-005", {},  # every fragment back: the full page is reused in place
+     ({"op": "alloc_frag", "size": 2048}, {"op": "alloc_frag", "size": 2048},
+      {**_PUT, "alloc": 0}, {**_PUT, "alloc": 1}, {"op": "alloc_frag", "size": 2048},
+      {**_PUT, "alloc": 4})),
+    ("PP-FRAG-005", {},  # every fragment back but someone holds the page: released
+     ({"op": "alloc_frag", "size": 2048}, {"op": "get_page", "alloc": 0},
+      {**_PUT, "alloc": 0}, {"op": "alloc_frag", "size": 4096}, {"op": "drop_page", "get": 1},
+      {**_PUT, "alloc": 3})),
+    ("PP-DESTROY-002", {},  # destroy drops the frag bias of a page nobody uses: released
+     ({"op": "alloc_frag", "size": 1024}, {**_PUT, "alloc": 0}, {"op": "destroy"})),
+    ("PP-DESTROY-007", {},  # destroy twice, then a new XDP user: WARNs, nothing else
+     ({"op": "alloc"}, {"op": "destroy"}, {"op": "destroy"}, {"op": "use_xdp_mem"},
+      {**_PUT, "alloc": 0}, {"op": "release_retry"}, {"op": "destroy"},
+      {"op": "update_nid", "nid": 1})),
+    ("PP-DESTROY-001", {},  # a second user: the first destroy only drops it
+     ({"op": "use_xdp_mem"}, {"op": "destroy"}, {"op": "alloc"}, {**_PUT, "alloc": 2},
+      {"op": "destroy"}, {"op": "nid_changed", "nid": 1})),
+    ("PP-DESTROY-008", {"napi_cpu": 0},  # napi_disable before destroy: no WARN
+     ({"op": "alloc"}, {"op": "napi_owner", "cpu": 1}, {**_PUT, "alloc": 0, "cpu": 1},
+      {"op": "napi_owner", "cpu": -1}, {"op": "destroy"})),
+    ("PP-DESTROY-006", {},  # puts after the last destroy: direct stays, the rest is released
+     ({"op": "alloc"}, {"op": "alloc"}, {"op": "destroy"}, {**_PUT, "alloc": 0, "direct": True},
+      {**_PUT, "alloc": 1}, {"op": "release_retry"})),
+    ("PP-NUMA-004", {},  # the same node changes nothing, another flushes the cache
+     ({"op": "alloc"}, {**_PUT, "alloc": 0, "direct": True}, {"op": "nid_changed", "nid": 0},
+      {"op": "nid_changed", "nid": 1}, {"op": "alloc"})),
+    ("PP-INIT-008", {"params": {"flags": _DMA_BOTH | pp.PP_FLAG_SYSTEM_POOL}},
+     ({"op": "alloc"}, {**_PUT, "alloc": 0, "direct": True}, {"op": "alloc"},
+      {**_PUT, "alloc": 2})),
+    ("PP-RECYCLE-003", {"params": {"flags": 0}},  # a pool that maps nothing releases a page
+     ({"op": "alloc"}, {"op": "get_page", "alloc": 0}, {**_PUT, "alloc": 0},
+      {"op": "napi_owner", "cpu": 0})),
+    ("PP-INIT-002", {"params": {"pool_size": 16385}},  # the ring holds the 16K clamp, no more
+     ({"op": "cycle", "count": 16386, "softirq": False}, {"op": "alloc"},
+      {**_PUT, "alloc": 1})),
+    ("PP-DESTROY-003", {},  # pages in the ring at destroy: scrubbed (refcnt invariant holds)
+     ({"op": "alloc"}, {"op": "alloc"}, {**_PUT, "alloc": 0, "softirq": False},
+      {**_PUT, "alloc": 1, "softirq": False}, {"op": "destroy"})),
+)
+
+#: The rules of :data:`LIFECYCLE`, in order, for the property's marker.
+LIFECYCLE_RULES = tuple(dict.fromkeys(rule for rule, _, _ in LIFECYCLE))
+
+
+def lifecycle_scenarios() -> list[Scenario]:
+    return [Scenario(component="page_pool", config=config, events=events, rules=(rule,))
+            for rule, config, events in LIFECYCLE]

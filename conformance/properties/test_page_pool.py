@@ -34,3 +34,40 @@ COMPONENT = page_pool.COMPONENT
 @given(scenario=page_pool.scenarios())
 def test_page_pool_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)
+
+
+#: The rules ``page_pool.CREATION_CASES`` decide by, written out so the marker reads
+#: statically (``rx-oracle spec``); tests/test_page_pool.py keeps the two equal.
+CREATION_RULES = ("PP-INIT-001", "PP-INIT-002", "PP-INIT-003", "PP-INIT-004", "PP-INIT-005",
+                  "PP-INIT-007", "PP-INIT-009")
+
+
+@pytest.mark.rule(*CREATION_RULES)
+@pytest.mark.parametrize("scenario", page_pool.creation_scenarios(),
+                         ids=[f"{rule}-{i}" for i, (rule, _) in
+                              enumerate(page_pool.CREATION_CASES)])
+def test_page_pool_each_creation_edge(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Each creation check at its edge once (``create.rc``): an unknown flag, a mapping
+    pool's direction, sync for device without mapping or length, the order limit, pool
+    sizes about the 16K clamp; the random property meets only some of them."""
+    check(rx_target, scenario, COMPONENT)
+
+
+#: ``page_pool.LIFECYCLE_RULES``, written out for the same reason.
+LIFECYCLE_RULES = ("PP-ALLOC-005", "PP-ALLOC-006", "PP-FRAG-004", "PP-FRAG-005",
+                   "PP-DESTROY-002", "PP-DESTROY-007", "PP-DESTROY-001", "PP-DESTROY-008",
+                   "PP-DESTROY-006",
+                   "PP-NUMA-004", "PP-INIT-008", "PP-RECYCLE-003", "PP-INIT-002",
+                   "PP-DESTROY-003")
+
+
+@pytest.mark.rule(*LIFECYCLE_RULES)
+@pytest.mark.parametrize("scenario", page_pool.lifecycle_scenarios(),
+                         ids=[f"{rule}-{i}" for i, (rule, _, _) in
+                              enumerate(page_pool.LIFECYCLE)])
+def test_page_pool_each_lifecycle_road(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Each road of a pool's life the random mix rarely takes, once: DMA mappings that
+    fail, fragments with no page or all returned, a destroy that drops the frag bias,
+    double destroy and a late XDP user (WARNs), a second user, NAPI moved and disabled
+    before destroy, nid_changed, a system pool, ring pages scrubbed."""
+    check(rx_target, scenario, COMPONENT)

@@ -12,6 +12,7 @@ import attrs
 
 from reference.errors import InvalidConfig
 from reference.kernel import DEFAULT_KERNEL, KernelVersion, gate
+from reference.trace import Trace, emit
 
 from .constants import (
     DMA_BIDIRECTIONAL,
@@ -94,7 +95,7 @@ def ring_qsize(params: PagePoolParams, kernel: KernelVersion = DEFAULT_KERNEL) -
 
 
 def page_pool_init_check(params: PagePoolParams, kernel: KernelVersion = DEFAULT_KERNEL,
-                         max_page_order: int = 10) -> int:
+                         max_page_order: int = 10, trace: Trace | None = None) -> int:
     """The checks of ``page_pool_init`` in kernel order; 0 or a negative errno.
 
     PP-INIT-001 .. PP-INIT-005.  Version gates: a ring above 32768 is -E2BIG only before
@@ -107,19 +108,30 @@ def page_pool_init_check(params: PagePoolParams, kernel: KernelVersion = DEFAULT
         raise InvalidConfig("not an enum dma_data_direction value", field="dma_dir",
                             value=params.dma_dir, rule="PP-INIT-010")
     if params.flags & ~PP_FLAG_ALL:  # PP-INIT-001
-        return -errno.EINVAL
+        return _refuse(trace, "PP-INIT-001", -errno.EINVAL, "unknown flag", flags=params.flags)
     if ring_qsize(params, kernel) > PP_RING_SIZE_LIMIT:  # PP-INIT-002
-        return -errno.E2BIG
+        return _refuse(trace, "PP-INIT-002", -errno.E2BIG, "ring too large",
+                       pool_size=params.pool_size)
     if params.flags & PP_FLAG_DMA_MAP and params.dma_dir not in (  # PP-INIT-003
         DMA_FROM_DEVICE,
         DMA_BIDIRECTIONAL,
     ):
-        return -errno.EINVAL
+        return _refuse(trace, "PP-INIT-003", -errno.EINVAL, "mapping pool with direction "
+                       "neither DMA_FROM_DEVICE nor DMA_BIDIRECTIONAL", dma_dir=params.dma_dir)
     if params.flags & PP_FLAG_DMA_SYNC_DEV:  # PP-INIT-004
         if not params.flags & PP_FLAG_DMA_MAP:
-            return -errno.EINVAL
+            return _refuse(trace, "PP-INIT-004", -errno.EINVAL,
+                           "PP_FLAG_DMA_SYNC_DEV without PP_FLAG_DMA_MAP")
         if not params.max_len:
-            return -errno.EINVAL
+            return _refuse(trace, "PP-INIT-004", -errno.EINVAL,
+                           "PP_FLAG_DMA_SYNC_DEV with max_len 0")
     if gate(kernel, "PP-INIT-007") and params.order > max_page_order:  # PP-INIT-007
-        return -errno.EINVAL
+        return _refuse(trace, "PP-INIT-007", -errno.EINVAL, "order above MAX_PAGE_ORDER",
+                       order=params.order, max_page_order=max_page_order)
     return 0
+
+
+def _refuse(trace: Trace | None, rule: str, err: int, why: str, **fields: object) -> int:
+    """One creation check's refusal: its errno, told to the trace."""
+    emit(trace, rule, "page_pool_init refuses: " + why, err=err, **fields)
+    return err

@@ -584,7 +584,10 @@ class PagePool:
     def nid_changed(self, new_nid: int, trace: Trace | None = None) -> None:
         """``page_pool_nid_changed``: update only when the node differs (PP-NUMA-004)."""
         if self.nid != new_nid:
+            emit(trace, "PP-NUMA-004", "node differs: update it", nid=self.nid, new_nid=new_nid)
             self.update_nid(new_nid, trace)
+        else:
+            emit(trace, "PP-NUMA-004", "same node: nothing to do", nid=new_nid)
 
     # ------------------------------------------------------------------ destroy
 
@@ -714,8 +717,10 @@ class PagePool:
                 self._release_dma(self.dma_mapped[ident])
         ring = self.ring
         while (page := ring.consume()) is not None:  # page_pool_empty_ring
-            if page._refcount != 1:
-                self.empty_ring_refcnt_violations += 1  # the kernel's pr_crit
+            if page._refcount != 1:  # the kernel's pr_crit, in the log as a WARN would be
+                self.empty_ring_refcnt_violations += 1
+                self.warnings.append("page_pool_empty_ring: page_pool refcnt "
+                                     f"{page._refcount} violation")
             released.append(page.pfn)
             self._return_page(page)
         return released
@@ -839,15 +844,17 @@ def page_pool_create_percpu(
     allocator: PageAllocator | None = None,
     system_recycle_stats: PagePoolRecycleStats | None = None,
     kernel: KernelVersion = DEFAULT_KERNEL,
+    trace: Trace | None = None,
 ) -> CreateResult:
     """``page_pool_create_percpu``: a pool whose direct recycling belongs to ``cpuid``.
 
     ``allocator`` is the page allocator the pool draws from (a fresh one by default);
     ``system_recycle_stats`` is the block system pools share (PP-INIT-008); ``kernel``
-    selects the version-gated creation checks (PP-INIT-002, PP-INIT-007).
+    selects the version-gated creation checks (PP-INIT-002, PP-INIT-007); ``trace`` gets
+    the check that refused the parameters.
     """
     allocator = allocator or PageAllocator()
-    err = page_pool_init_check(params, kernel, allocator.arch.max_page_order)
+    err = page_pool_init_check(params, kernel, allocator.arch.max_page_order, trace)
     if err:
         return CreateResult(None, err)
     pool = PagePool(params, cpuid, allocator, system_recycle_stats, kernel)
