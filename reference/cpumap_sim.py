@@ -66,6 +66,10 @@ class SimConfig:
     #: which the map update checks read (CPUMAP-MAP-001); None: one past the larger CPU.
     max_entries: int | None = None
     nr_cpus: int | None = None
+    #: SKB-BUILD-002: the frames' ethertype field, and whether the payload starts 0xFFFF
+    #: (raw 802.3, which ``eth_type_trans`` tells from 802.2 below 0x0600).
+    ethertype: int = 0x86DD
+    raw_802_3: bool = False
 
     def __attrs_post_init__(self) -> None:
         top = max(self.cpu_a, self.cpu_b)
@@ -81,16 +85,22 @@ class SimConfig:
         if self.mem_type not in (MemType.MEM_TYPE_PAGE_POOL, MemType.MEM_TYPE_PAGE_ORDER0):
             raise InvalidConfig("source memory is page_pool or order-0", field="mem_type",
                                 value=self.mem_type, rule="CPUMAP-SIM-001")
+        if not 0 <= self.ethertype <= 0xFFFF:
+            raise InvalidConfig("an ethertype is 16 bits", field="ethertype",
+                                value=self.ethertype, rule="CPUMAP-SIM-001")
         if not 60 <= self.frame_len <= 1500:
             raise InvalidConfig("frame length 60..1500", field="frame_len",
                                 value=self.frame_len, rule="CPUMAP-SIM-001")
 
 
-def _frame_bytes(index: int, length: int) -> bytes:
-    """An Ethernet/IPv6 frame of ``length`` bytes carrying its index (content is opaque
-    to everything this area models except ``eth_type_trans``)."""
-    head = b"\x02\x00\x00\x00\x00\x01" + b"\x02\x00\x00\x00\x00\x02" + b"\x86\xdd"
-    body = index.to_bytes(4, "big")
+def _frame_bytes(index: int, length: int, ethertype: int = 0x86DD,
+                 raw_802_3: bool = False) -> bytes:
+    """An Ethernet frame of ``length`` bytes carrying its index (content is opaque to
+    everything this area models except ``eth_type_trans``, which reads the ethertype and,
+    below 0x0600, the payload's first two bytes: 0xFFFF with ``raw_802_3``)."""
+    head = (b"\x02\x00\x00\x00\x00\x01" + b"\x02\x00\x00\x00\x00\x02"
+            + ethertype.to_bytes(2, "big"))
+    body = (b"\xff\xff" if raw_802_3 else b"") + index.to_bytes(4, "big")
     return (head + body).ljust(length, b"\x00")
 
 
@@ -174,7 +184,8 @@ class CpumapSim:
                 continue
             index = len(self.frames)
             xpage = self._xpage(page)
-            data = _frame_bytes(index, self.config.frame_len)
+            data = _frame_bytes(index, self.config.frame_len, self.config.ethertype,
+                                self.config.raw_802_3)
             start = XDP_PACKET_HEADROOM
             xpage.data[start : start + len(data)] = data
             xdp = XdpBuff()

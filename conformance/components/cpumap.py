@@ -8,7 +8,9 @@ config:  ``cpu_a`` (0), ``cpu_b`` (1), ``qsize`` (cpumap entry ring), ``pool_siz
          ``frame_len``, ``second_prog`` (an op list, as ``program``: the entry's own
          XDP program, run by the kthread), ``skb_alloc_fail`` (the kthread's next N skb
          head allocations fail), ``max_entries`` (the map's slots) and ``nr_cpus`` (CPUs
-         0 .. nr_cpus - 1 are possible), each one past the larger CPU when absent.
+         0 .. nr_cpus - 1 are possible), each one past the larger CPU when absent;
+         ``ethertype`` (the frames' ethertype field, 0x86dd) and ``raw_802_3`` (the
+         payload starts 0xFFFF).
 events:  the schedule: ``{"op": "rx", "n": N}`` (one NAPI poll on CPU A receiving N
          packets, all redirected), ``{"op": "kthread", "n": K}`` (K kthread iterations on
          CPU B), ``{"op": "free", "n": N}`` (the stack frees the N oldest skbs),
@@ -78,6 +80,7 @@ def config_of(scenario: Scenario) -> SimConfig:
         else tuple(dict(op) for op in cfg["second_prog"]),
         max_entries=None if cfg.get("max_entries") is None else int(cfg["max_entries"]),
         nr_cpus=None if cfg.get("nr_cpus") is None else int(cfg["nr_cpus"]),
+        ethertype=int(cfg.get("ethertype", 0x86DD)), raw_802_3=bool(cfg.get("raw_802_3", False)),
     )
 
 
@@ -467,6 +470,10 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     }
     if draw(st.integers(0, 3)) == 0:
         config["free_cpu"] = 0  # the stack frees on the source CPU (the pool's NAPI CPU)
+    # SKB-BUILD-002: eth_type_trans on each side of 0x0600, raw 802.3 and 802.2 below it.
+    if draw(st.integers(0, 3)) == 0:
+        config["ethertype"] = draw(st.sampled_from([0x0000, 0x05DC, 0x05FF, 0x0600, 0x0800]))
+        config["raw_802_3"] = draw(st.booleans())
     # SKB-BUILD-001: lengths at the engine's bounds and in between.
     config["frame_len"] = draw(st.sampled_from([60, 61, 64, 128, 1499, 1500])
                                | st.integers(60, 1500))

@@ -548,6 +548,21 @@ def fixture_scenarios() -> st.SearchStrategy[Scenario]:
     return st.one_of(scenarios(), ring_scenarios(), write_scenarios())
 
 
+def _bad_l3() -> tuple[bytes, ...]:
+    """IPv4 headers the device judges (MLX5-DEV-003, MLX5-DEV-005): one with a wrong
+    header checksum (no CQE_L3_OK) and one whose version nibble is not 4 (the device
+    finds no L3 at all: L3 type 0, no hash, no checksum bits but L2)."""
+    good = bytearray(bytes(_eth() / IP(src="10.0.3.1", dst="10.0.3.2")
+                           / UDP(sport=5, dport=6) / Raw(b"c" * 20)))
+    bad_csum, bad_version = bytearray(good), bytearray(good)
+    bad_csum[24] ^= 0x5A  # ip.chksum
+    bad_version[14] = 0x65
+    return bytes(bad_csum), bytes(bad_version)
+
+
+_DEVICE_BAD_L3 = _bad_l3()
+
+
 @st.composite
 def cq_scenarios(draw: st.DrawFn) -> Scenario:
     """Mixed flows; a third of the time a long compressed session of one flow read
@@ -581,6 +596,8 @@ def cq_scenarios(draw: st.DrawFn) -> Scenario:
         config["start"] = draw(st.integers(0, (1 << config["log_cq_size"]) - 1))
         return Scenario(component="mlx5", config=config, frames=tuple(draw(session_frames())))
     mixed = draw(st.lists(frames(), min_size=1, max_size=40))
+    for bad in draw(st.lists(st.sampled_from(_DEVICE_BAD_L3), max_size=2)):
+        mixed.insert(draw(st.integers(0, len(mixed))), bad)
     if striding and config["log_num_strides"] == 3:
         # 8 strides of 64 bytes: a frame over 512 bytes fills more than a whole WQE.
         big = bytes(_eth() / IP(src="10.0.7.1", dst="10.0.9.9") / UDP(sport=7, dport=9)

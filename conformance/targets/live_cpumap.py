@@ -66,6 +66,8 @@ def plan(scenario: Scenario) -> list[int]:
     cfg = scenario.config
     if cfg.get("pre_v6_4"):
         raise NotApplicable("live cpumap: the pre-v6.4 switch is not this kernel")
+    if "ethertype" in cfg or cfg.get("raw_802_3"):
+        raise NotApplicable("live cpumap: the live frames are UDP datagrams over IPv4")
     if int(cfg.get("skb_alloc_fail", 0)):
         raise NotApplicable("live cpumap: skb head allocation failures cannot be injected")
     verdict_of(scenario)
