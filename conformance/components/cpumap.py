@@ -517,6 +517,10 @@ def drained_scenarios(draw: st.DrawFn) -> Scenario:
     if draw(st.booleans()):  # CPUMAP-KT-002: every verdict, valid or not
         action = draw(st.sampled_from([0, 1, 2, 3, 4, 5, 2**32 - 1]))
         config["second_prog"] = [{"op": "return", "action": action}]
+    if draw(st.integers(0, 2)) == 0:  # SKB-BUILD-002: 802.3 lengths, raw or 802.2
+        # (not applicable live, whose frames are UDP over IPv4)
+        config["ethertype"] = draw(st.sampled_from([0x05DC, 0x0000, 0x05FF, 0x0600]))
+        config["raw_802_3"] = draw(st.booleans())
     events: list[dict[str, Any]] = []
     for _ in range(draw(st.integers(1, 4))):
         n = draw(st.integers(1, min(64, overflow_free_burst(qsize))))
