@@ -840,3 +840,28 @@ def explain(scenario: Scenario) -> str:
         lines.append(f"consumer counter after the last poll: {d.cc}; RQ recovery "
                      f"{'queued (MLX5-RING-006)' if d.recovering else 'not started'}")
     return "\n".join(lines)
+
+
+@st.composite
+def frag_pull_scenarios(draw: st.DrawFn) -> Scenario:
+    """MLX5-XDP-002: a striding non-linear RQ with a program, whose XDP_PASS skb pulls
+    fragment bytes into its empty linear part; the program first shrinks the packet with
+    ``bpf_xdp_adjust_tail`` to the pull length, a byte either side of it (13: refused), or
+    more, so the pull empties a fragment exactly, falls a byte short, or leaves it
+    (``nr_frags``)."""
+    config: dict[str, Any] = {
+        "key": "00" * 40, "indir": [0, 1, 2, 3], "compression": "none",
+        "rq_type": "striding", "mini_cqe_format": 1, "log_cq_size": 6, "log_wq_size": 2,
+        "log_num_strides": 6, "log_stride_sz": 6, "mtu": 1500, "budget": 64,
+        "rx_linear": False, "frag_size": 1024, "rxhash": False, "hwtstamp": "none",
+    }
+    frames = []
+    for i in range(draw(st.integers(1, 6))):
+        size = draw(st.sampled_from([60, 100, 200, 700, 1400]))
+        frames.append(bytes(_eth() / IP(src="10.0.8.1", dst="10.0.8.2")
+                            / UDP(sport=8, dport=9) / Raw(bytes([i]) * (size - 42))))
+    keep = draw(st.sampled_from([13, 14, 15, 64, 65, 256, 257]))
+    program = ({"op": "adjust_tail", "delta": -(len(frames[0]) - keep)},
+               {"op": "return", "action": 2})
+    return Scenario(component="mlx5", config=config, frames=tuple(frames), program=program,
+                    rules=("MLX5-XDP-002",))
