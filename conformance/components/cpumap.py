@@ -574,6 +574,8 @@ def map_op_scenarios(draw: st.DrawFn) -> Scenario:
                               "dev_bound": draw(st.integers(0, 3)) == 0}
             events.append(ev)
         events.append({"op": "update", "n": draw(st.sampled_from([8, 16, 64]))})
-    events += [{"op": "kthread", "n": 8}, {"op": "free", "n": 64}]
+    events.append({"op": "rx", "n": draw(st.integers(1, 12))})
+    if draw(st.booleans()):  # else the last poll's frames stay in the ring (fate "ring")
+        events += [{"op": "kthread", "n": 8}, {"op": "free", "n": 64}]
     return Scenario(component="cpumap", config=config, events=tuple(events),
                     rules=("CPUMAP-MAP-001", "CPUMAP-MAP-003"))
