@@ -540,7 +540,7 @@ def map_op_scenarios(draw: st.DrawFn) -> Scenario:
     the possible CPUs, qsize 0 and around the 16384 limit, program fds of the right and
     wrong type, attach type and binding), between polls so a replaced entry drains queued
     frames.  A block of map operations is followed by an ``update`` of CPU B's slot, so
-    whatever it did to that slot, the next poll finds an entry.  Half the scenarios send
+    whatever it did to that slot, the next poll finds an entry.  Most scenarios send
     frames of 802.3 lengths, raw or 802.2 (SKB-BUILD-002): like map updates, what the live
     veth target cannot send."""
     cpu_b = draw(st.sampled_from([1, 2]))
@@ -549,8 +549,8 @@ def map_op_scenarios(draw: st.DrawFn) -> Scenario:
     config: dict[str, Any] = {"cpu_b": cpu_b, "nr_cpus": nr_cpus, "max_entries": max_entries,
                               "qsize": draw(st.sampled_from([8, 16, 64]))}
     if draw(st.booleans()):
-        config["second_prog"] = [{"op": "return", "action": draw(st.sampled_from([1, 2]))}]
-    if draw(st.booleans()):  # SKB-BUILD-002: 802.3 lengths, raw or 802.2 (not live either)
+        config["second_prog"] = [{"op": "return", "action": draw(st.sampled_from([1, 2, 4]))}]
+    if draw(st.integers(0, 3)) > 0:  # SKB-BUILD-002: 802.3 lengths, raw or 802.2 (not live)
         config["ethertype"] = draw(st.sampled_from([0x05DC, 0x0000, 0x05FF, 0x0600]))
         config["raw_802_3"] = draw(st.booleans())
     keys = st.sampled_from(sorted({0, cpu_b, nr_cpus - 1, nr_cpus, max_entries - 1,
@@ -569,10 +569,12 @@ def map_op_scenarios(draw: st.DrawFn) -> Scenario:
             flags = draw(st.sampled_from([None, None, None, 0, 1, 2, 3, 4, 2**64 - 1]))
             if flags is not None:
                 ev["flags"] = flags
-            if draw(st.booleans()):
-                ev["prog"] = {"prog_type": draw(st.sampled_from(_PROG_TYPES)),
-                              "expected_attach_type": draw(st.sampled_from(_ATTACH_TYPES)),
-                              "dev_bound": draw(st.integers(0, 3)) == 0}
+            if draw(st.booleans()):  # half of them the program the map takes
+                ev["prog"] = ({"prog_type": 6, "expected_attach_type": 35}
+                              if draw(st.booleans()) else
+                              {"prog_type": draw(st.sampled_from(_PROG_TYPES)),
+                               "expected_attach_type": draw(st.sampled_from(_ATTACH_TYPES)),
+                               "dev_bound": draw(st.integers(0, 3)) == 0})
             events.append(ev)
         events.append({"op": "update", "n": draw(st.sampled_from([8, 16, 64]))})
     events.append({"op": "rx", "n": draw(st.integers(1, 12))})
