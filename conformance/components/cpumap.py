@@ -550,6 +550,8 @@ def map_op_scenarios(draw: st.DrawFn) -> Scenario:
                               "qsize": draw(st.sampled_from([8, 16, 64]))}
     if draw(st.booleans()):
         config["second_prog"] = [{"op": "return", "action": draw(st.sampled_from([1, 2, 4]))}]
+    if draw(st.integers(0, 2)) == 0:  # CPUMAP-KT-003: some or every skb head of a batch fails
+        config["skb_alloc_fail"] = draw(st.sampled_from([1, 3, 8, 20]))
     if draw(st.integers(0, 3)) > 0:  # SKB-BUILD-002: 802.3 lengths, raw or 802.2 (not live)
         config["ethertype"] = draw(st.sampled_from([0x05DC, 0x0000, 0x05FF, 0x0600]))
         config["raw_802_3"] = draw(st.booleans())
