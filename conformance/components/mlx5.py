@@ -666,7 +666,7 @@ def xdp_scenarios(draw: st.DrawFn, *, compressed_hash: bool = False) -> Scenario
     kfunc = "rx_hash" if compressed_hash else draw(
         st.sampled_from([None, None, None, "rx_hash", "rx_timestamp", "rx_vlan_tag"]))
     if kfunc == "rx_hash" and not compressed_hash and draw(st.booleans()):
-        config["rxhash"] = False  # MLX5-KF-003: the kfunc with NETIF_F_RXHASH off
+        config["rxhash"] = False  # MLX5-KF-002: the kfunc with NETIF_F_RXHASH off
     per_packet = {}
     if n > 1 and draw(st.booleans()):
         per_packet[draw(st.integers(0, n - 1))] = draw(xdp_programs(kfunc=kfunc))
