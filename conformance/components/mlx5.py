@@ -611,6 +611,12 @@ def cq_scenarios(draw: st.DrawFn) -> Scenario:
         big = bytes(_eth() / IP(src="10.0.7.1", dst="10.0.9.9") / UDP(sport=7, dport=9)
                     / Raw(b"b" * draw(st.integers(485, 600))))
         mixed.insert(draw(st.integers(0, len(mixed))), big)
+    if striding and draw(st.booleans()):
+        # MLX5-RX-002: a frame of hw_mtu (MTU + 22) bytes and a byte either side.
+        size = config["mtu"] + 22 + draw(st.sampled_from([-1, 0, 1]))
+        edge = bytes(_eth() / IP(src="10.0.7.2", dst="10.0.9.9") / UDP(sport=7, dport=9)
+                     / Raw(b"m" * (size - 42)))
+        mixed.insert(draw(st.integers(0, len(mixed))), edge)
     return Scenario(component="mlx5", config=config, frames=tuple(mixed))
 
 
