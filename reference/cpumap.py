@@ -174,15 +174,19 @@ class CpuMap:
     ) -> int:
         """``cpu_map_update_elem`` (CPUMAP-MAP-001 .. CPUMAP-MAP-003): 0 or -errno."""
         if flags > BPF_EXIST:
+            emit(trace, "CPUMAP-MAP-001", "flags above BPF_EXIST", flags=flags)
             return -errno.EINVAL
         if key >= self.max_entries:
+            emit(trace, "CPUMAP-MAP-001", "key at or above max_entries", key=key)
             return -errno.E2BIG
         if flags == BPF_NOEXIST:
+            emit(trace, "CPUMAP-MAP-001", "BPF_NOEXIST: every slot exists", key=key)
             return -errno.EEXIST
         if qsize > CPUMAP_QSIZE_MAX:
             emit(trace, "CPUMAP-MAP-001", "qsize above the sanity limit", qsize=qsize)
             return -errno.EOVERFLOW
         if key not in self.possible_cpus:
+            emit(trace, "CPUMAP-MAP-001", "key is not a possible CPU", key=key)
             return -errno.ENODEV
         if qsize == 0:
             self._replace(key, None)
@@ -201,11 +205,13 @@ class CpuMap:
         emit(trace, "CPUMAP-MAP-002", "new entry", key=key, qsize=qsize)
         return 0
 
-    def delete_elem(self, key: int) -> int:
+    def delete_elem(self, key: int, trace: Trace | None = None) -> int:
         """``cpu_map_delete_elem``: -EINVAL past ``max_entries`` (CPUMAP-MAP-002)."""
         if key >= self.max_entries:
+            emit(trace, "CPUMAP-MAP-002", "delete: key at or above max_entries", key=key)
             return -errno.EINVAL
         self._replace(key, None)
+        emit(trace, "CPUMAP-MAP-002", "delete: entry removed", key=key)
         return 0
 
     def _replace(self, key: int, entry: CpuMapEntry | None) -> None:

@@ -30,6 +30,8 @@ import attrs
 from reference import page_pool as pp
 from reference.cpumap import DROP_REASONS, CpuMap, CpuMapEntry
 from reference.errors import InvalidConfig
+from reference.kernel import DEFAULT_KERNEL, KernelVersion
+from reference.kfuncs import LoadedBpfProg
 from reference.skb import PageFree, SkBuff, napi_consume_skb, pp_page_of
 from reference.trace import Trace, emit
 from reference.xdp.actions import XdpAction
@@ -60,24 +62,45 @@ class SimConfig:
     free_cpu: int | None = None  # None: CPU B
     frame_len: int = 64
     second_prog: tuple[dict[str, Any], ...] | None = None
+    #: The map's ``max_entries`` and the machine's possible CPUs (0 .. ``nr_cpus`` - 1),
+    #: which the map update checks read (CPUMAP-MAP-001); None: one past the larger CPU.
+    max_entries: int | None = None
+    nr_cpus: int | None = None
+    #: SKB-BUILD-002: the frames' ethertype field, and whether the payload starts 0xFFFF
+    #: (raw 802.3, which ``eth_type_trans`` tells from 802.2 below 0x0600).
+    ethertype: int = 0x86DD
+    raw_802_3: bool = False
 
     def __attrs_post_init__(self) -> None:
+        top = max(self.cpu_a, self.cpu_b)
+        for name in ("max_entries", "nr_cpus"):
+            value = getattr(self, name)
+            if value is not None and not top < value <= 1024:
+                raise InvalidConfig("the map slots and the possible CPUs hold both CPUs "
+                                    "(at most 1024)", field=name, value=value,
+                                    rule="CPUMAP-SIM-001")
         if self.cpu_a == self.cpu_b:
             raise InvalidConfig("source and destination CPUs must differ", field="cpu_b",
                                 value=self.cpu_b, rule="CPUMAP-SIM-001")
         if self.mem_type not in (MemType.MEM_TYPE_PAGE_POOL, MemType.MEM_TYPE_PAGE_ORDER0):
             raise InvalidConfig("source memory is page_pool or order-0", field="mem_type",
                                 value=self.mem_type, rule="CPUMAP-SIM-001")
+        if not 0 <= self.ethertype <= 0xFFFF:
+            raise InvalidConfig("an ethertype is 16 bits", field="ethertype",
+                                value=self.ethertype, rule="CPUMAP-SIM-001")
         if not 60 <= self.frame_len <= 1500:
             raise InvalidConfig("frame length 60..1500", field="frame_len",
                                 value=self.frame_len, rule="CPUMAP-SIM-001")
 
 
-def _frame_bytes(index: int, length: int) -> bytes:
-    """An Ethernet/IPv6 frame of ``length`` bytes carrying its index (content is opaque
-    to everything this area models except ``eth_type_trans``)."""
-    head = b"\x02\x00\x00\x00\x00\x01" + b"\x02\x00\x00\x00\x00\x02" + b"\x86\xdd"
-    body = index.to_bytes(4, "big")
+def _frame_bytes(index: int, length: int, ethertype: int = 0x86DD,
+                 raw_802_3: bool = False) -> bytes:
+    """An Ethernet frame of ``length`` bytes carrying its index (content is opaque to
+    everything this area models except ``eth_type_trans``, which reads the ethertype and,
+    below 0x0600, the payload's first two bytes: 0xFFFF with ``raw_802_3``)."""
+    head = (b"\x02\x00\x00\x00\x00\x01" + b"\x02\x00\x00\x00\x00\x02"
+            + ethertype.to_bytes(2, "big"))
+    body = (b"\xff\xff" if raw_802_3 else b"") + index.to_bytes(4, "big")
     return (head + body).ljust(length, b"\x00")
 
 
@@ -85,7 +108,8 @@ class CpumapSim:
     """The engine (CPUMAP-SIM-001).  Read its state through the attributes; every step
     keeps the cross-CPU ledger (CPUMAP-SIM-002) and the frame fates (CPUMAP-FATE-001)."""
 
-    def __init__(self, config: SimConfig, trace: Trace | None = None) -> None:
+    def __init__(self, config: SimConfig, trace: Trace | None = None,
+                 kernel: KernelVersion = DEFAULT_KERNEL) -> None:
         self.config = config
         self.trace = trace
         self.allocator = pp.PageAllocator()
@@ -100,8 +124,9 @@ class CpumapSim:
         assert created.pool is not None
         self.pool: pp.PagePool = created.pool
         self.rxq = XdpRxqInfo(dev=NetDev(DEV_RX_IFINDEX), mem=XdpMemInfo(type=config.mem_type))
-        self.cpumap = CpuMap(max(config.cpu_a, config.cpu_b) + 1, [config.cpu_a, config.cpu_b],
-                             pre_v6_4=config.pre_v6_4)
+        top = max(config.cpu_a, config.cpu_b) + 1
+        self.cpumap = CpuMap(config.max_entries or top, range(config.nr_cpus or top),
+                             pre_v6_4=config.pre_v6_4, kernel=kernel)
         rc = self.cpumap.update_elem(config.cpu_b, config.qsize)
         if rc:
             raise InvalidConfig("cpumap entry refused", field="qsize", value=config.qsize,
@@ -125,6 +150,8 @@ class CpumapSim:
         #: packets a replaced entry's kthread took off its ring while it stopped.
         self.slot_empty = False
         self.drained: set[int] = set()
+        #: CPUMAP-MAP-001 .. 003: the return code of every ``map_update``/``map_delete``.
+        self.map_results: list[int] = []
 
     # ------------------------------------------------------------------ memory
 
@@ -157,7 +184,8 @@ class CpumapSim:
                 continue
             index = len(self.frames)
             xpage = self._xpage(page)
-            data = _frame_bytes(index, self.config.frame_len)
+            data = _frame_bytes(index, self.config.frame_len, self.config.ethertype,
+                                self.config.raw_802_3)
             start = XDP_PACKET_HEADROOM
             xpage.data[start : start + len(data)] = data
             xdp = XdpBuff()
@@ -198,12 +226,42 @@ class CpumapSim:
         the stack's, so they join the skbs the stack holds; the per-CPU skb cache
         (``skb_alloc_fail``) is CPU B's, whichever entry's kthread asks it.  The new entry
         gets the same program."""
-        old = self.entry
-        was_empty = self.slot_empty
         rc = self.cpumap.update_elem(self.config.cpu_b, qsize, trace=self.trace)
         if rc:
             raise InvalidConfig("cpumap entry refused", field="qsize", value=qsize,
                                 rule="CPUMAP-MAP-001")
+        self._replaced()
+
+    def map_update(self, key: int, qsize: int, flags: int = 0,
+                   prog: LoadedBpfProg | None = None) -> int:
+        """``bpf_map_update_elem`` on the map, any arguments (CPUMAP-MAP-001 ..
+        CPUMAP-MAP-003): the return code is recorded in :attr:`map_results`.  A
+        successful update of CPU B's slot is the ``update`` step (the new entry runs
+        ``second_prog``: ``prog`` stands for the fd's program, whose attributes decide
+        whether the map takes it, and without ``prog`` the new entry has no program);
+        one of another slot makes an entry nothing redirects to."""
+        ops = self.config.second_prog if prog is not None else None
+        rc = self.cpumap.update_elem(key, qsize, prog=prog, ops=ops, flags=flags,
+                                     trace=self.trace)
+        self.map_results.append(rc)
+        if rc == 0 and key == self.config.cpu_b:
+            self._replaced(keep_prog=prog is not None)
+        return rc
+
+    def map_delete(self, key: int) -> int:
+        """``bpf_map_delete_elem`` on the map (CPUMAP-MAP-002), recorded as
+        :meth:`map_update`; deleting CPU B's slot is an ``update`` with qsize 0."""
+        rc = self.cpumap.delete_elem(key, trace=self.trace)
+        self.map_results.append(rc)
+        if rc == 0 and key == self.config.cpu_b:
+            self._replaced()
+        return rc
+
+    def _replaced(self, keep_prog: bool = True) -> None:
+        """CPU B's slot was just updated or cleared: the old entry's kthread drains its
+        ring and stops, and the stack's skbs follow the new entry (CPUMAP-SIM-006)."""
+        old = self.entry
+        was_empty = self.slot_empty
         if not was_empty:  # the retired kthread drains its ring, then stops
             seen = {id(f) for f in old.queue}
             while self._kthread_once(old):
@@ -215,7 +273,7 @@ class CpumapSim:
         self.slot_empty = new is None
         if new is None:
             return
-        if self.config.second_prog is not None:
+        if keep_prog and self.config.second_prog is not None:
             new.prog = self.config.second_prog
         new.stack = old.stack + new.stack
         old.stack = []

@@ -7,7 +7,10 @@ config:  ``cpu_a`` (0), ``cpu_b`` (1), ``qsize`` (cpumap entry ring), ``pool_siz
          frames"), ``free_cpu`` (CPU the stack frees skbs on; absent: CPU B),
          ``frame_len``, ``second_prog`` (an op list, as ``program``: the entry's own
          XDP program, run by the kthread), ``skb_alloc_fail`` (the kthread's next N skb
-         head allocations fail).
+         head allocations fail), ``max_entries`` (the map's slots) and ``nr_cpus`` (CPUs
+         0 .. nr_cpus - 1 are possible), each one past the larger CPU when absent;
+         ``ethertype`` (the frames' ethertype field, 0x86dd) and ``raw_802_3`` (the
+         payload starts 0xFFFF).
 events:  the schedule: ``{"op": "rx", "n": N}`` (one NAPI poll on CPU A receiving N
          packets, all redirected), ``{"op": "kthread", "n": K}`` (K kthread iterations on
          CPU B), ``{"op": "free", "n": N}`` (the stack frees the N oldest skbs),
@@ -16,7 +19,13 @@ events:  the schedule: ``{"op": "rx", "n": N}`` (one NAPI poll on CPU A receivin
          B's slot with qsize Q and the same program: a fresh entry replaces the old one,
          whose kthread drains the frames still queued in its ring before it stops; Q 0
          deletes the entry, and an ``rx`` step must not follow until an update makes a new
-         one) (CPUMAP-MAP-002).
+         one) (CPUMAP-MAP-002); ``{"op": "map_update", "key": K, "qsize": Q, "flags": F,
+         "prog": {"prog_type": T, "expected_attach_type": A, "dev_bound": B}}``
+         (``bpf_map_update_elem`` with any arguments; ``flags`` 0 and no program fd when
+         absent; ``prog`` describes the program behind the fd, whose instructions are
+         ``second_prog``) and ``{"op": "map_delete", "key": K}`` (``bpf_map_delete_elem``)
+         (CPUMAP-MAP-001 .. CPUMAP-MAP-003): a successful one on CPU B's slot acts as
+         ``update`` (without ``prog`` the new entry has no program).
 observables: ``packets[i]``: ``fate`` (bulk, ring, gro, stack, freed, dropped:REASON),
          ``pp_recycle`` (the skb's mark, null without an skb), ``free_path`` (page_pool or
          put_page for the head page of a freed skb, else null), ``skb`` (null without
@@ -27,7 +36,8 @@ observables: ``packets[i]``: ``fate`` (bulk, ring, gro, stack, freed, dropped:RE
          pushes by CPU (source_cpu, destination_cpu, other); ``cpumap``: tracepoint sums
          (the kthread's with the second program's pass/drop/redirect counts) and GRO
          flushes; ``stats``: the source pool's ``rx_pp_*`` counters; ``pool``:
-         hold/release/inflight; ``ledger``: steps checked and problems found; ``counts``.
+         hold/release/inflight; ``ledger``: steps checked and problems found; ``counts``;
+         ``map_ops``: the return code (0 or -errno) of each ``map_update``/``map_delete``.
 """
 
 from __future__ import annotations
@@ -44,6 +54,8 @@ from conformance.components.xdp import op_lists
 from conformance.scenario import Scenario
 from reference.cpumap import overflow_free_burst
 from reference.cpumap_sim import CpumapSim, SimConfig
+from reference.kernel import resolve_kernel
+from reference.kfuncs import BPF_PROG_TYPE_XDP, BpfProg, LoadedBpfProg, MetadataOps
 from reference.page_pool.stats import ethtool_stats
 from reference.skb import PageFree, SkBuff, pp_page_of
 from reference.trace import Trace
@@ -66,24 +78,62 @@ def config_of(scenario: Scenario) -> SimConfig:
         frame_len=int(cfg.get("frame_len", 64)),
         second_prog=None if cfg.get("second_prog") is None
         else tuple(dict(op) for op in cfg["second_prog"]),
+        max_entries=None if cfg.get("max_entries") is None else int(cfg["max_entries"]),
+        nr_cpus=None if cfg.get("nr_cpus") is None else int(cfg["nr_cpus"]),
+        ethertype=int(cfg.get("ethertype", 0x86DD)), raw_802_3=bool(cfg.get("raw_802_3", False)),
     )
 
 
+#: The events that operate on the map itself (CPUMAP-MAP-001 .. 003); their ``n`` is 0.
+MAP_OPS = ("map_update", "map_delete")
+
+
 def schedule_of(scenario: Scenario) -> list[tuple[str, int]]:
-    return [(str(ev["op"]), int(ev["n"])) for ev in scenario.events]
+    return [(str(ev["op"]), int(ev.get("n", 0))) for ev in scenario.events]
+
+
+def prog_of(ev: Any) -> LoadedBpfProg | None:
+    """The program behind a ``map_update``'s fd: its type, attach type and binding, which
+    the map's program check reads (CPUMAP-MAP-003); None without one (fd 0)."""
+    prog = ev.get("prog")
+    if prog is None:
+        return None
+    attr = BpfProg(prog_type=int(prog.get("prog_type", BPF_PROG_TYPE_XDP)),
+                   expected_attach_type=int(prog.get("expected_attach_type", 0)))
+    bound = bool(prog.get("dev_bound", False))
+    return LoadedBpfProg(attr=attr, dev_bound=bound, offloaded=False, netdev=None,
+                         resolved=MetadataOps())
+
+
+def run_event(sim: CpumapSim, ev: Any) -> None:
+    """One event of the schedule on the engine."""
+    op = str(ev["op"])
+    if op == "fail_allocs":  # the page allocator fails the next N requests
+        sim.allocator.fail(int(ev["n"]))
+    elif op == "map_update":
+        sim.map_update(int(ev["key"]), int(ev["qsize"]), int(ev.get("flags", 0)),
+                       prog_of(ev))
+        sim.check()
+    elif op == "map_delete":
+        sim.map_delete(int(ev["key"]))
+        sim.check()
+    else:
+        sim.run([(op, int(ev["n"]))])
+
+
+def new_sim(scenario: Scenario, trace: Trace | None = None) -> CpumapSim:
+    sim = CpumapSim(config_of(scenario), trace, kernel=resolve_kernel(scenario.kernel))
+    sim.entry.skb_alloc_fail_next = int(scenario.config.get("skb_alloc_fail", 0))
+    return sim
 
 
 def simulate(scenario: Scenario, trace: Trace | None = None,
              skbs: dict[int, dict[str, Any] | None] | None = None) -> CpumapSim:
     """Run the schedule; with ``skbs``, record each skb as the kthread built it (before
     its page is freed and reused), by packet index."""
-    sim = CpumapSim(config_of(scenario), trace)
-    sim.entry.skb_alloc_fail_next = int(scenario.config.get("skb_alloc_fail", 0))
-    for step in schedule_of(scenario):
-        if step[0] == "fail_allocs":  # the page allocator fails the next N requests
-            sim.allocator.fail(step[1])
-            continue
-        sim.run([step])
+    sim = new_sim(scenario, trace)
+    for ev in scenario.events:
+        run_event(sim, ev)
         if skbs is not None:
             for index, skb in sim._skb_of.items():
                 if index not in skbs:
@@ -144,6 +194,7 @@ def observe(sim: CpumapSim, skbs: dict[int, dict[str, Any] | None] | None = None
                    "freed": fates.count("freed"),
                    "dropped": sum(f.startswith("dropped:") for f in fates),
                    "queued": sum(f in ("bulk", "ring", "gro", "stack") for f in fates)},
+        "map_ops": list(sim.map_results),
     }
 
 
@@ -171,6 +222,7 @@ FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("counts.received", ("CPUMAP-SIM-001",)),
     ("counts.rx_alloc_failures", ("CPUMAP-SIM-001",)),
     ("counts.*", ("CPUMAP-FATE-001",)),
+    ("map_ops[*]", ("CPUMAP-MAP-001", "CPUMAP-MAP-002", "CPUMAP-MAP-003")),
 )
 
 
@@ -199,11 +251,21 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     cfg = config_of(scenario)
     pre = cfg.pre_v6_4 and cfg.mem_type == MemType.MEM_TYPE_PAGE_POOL
     trace = Trace()
-    sim = simulate(scenario, trace)
+    sim = new_sim(scenario, trace)
+    map_rules: list[tuple[str, ...]] = []
+    for ev in scenario.events:
+        mark = len(trace)
+        run_event(sim, ev)
+        if ev["op"] in MAP_OPS:  # the first map rule the reference's update or delete hit
+            map_rules.append(next(((e.rule,) for e in trace.events[mark:]
+                                   if e.rule.startswith("CPUMAP-MAP-")), ()))
     fates = sim.fates()
     flushed_by = _flushes(trace)
 
     def rules(path: str) -> tuple[str, ...]:
+        if path.startswith("map_ops["):
+            index = int(path.removeprefix("map_ops[").partition("]")[0])
+            return map_rules[index] if index < len(map_rules) else ()
         if pre and path.startswith("packets[") and path.endswith(".pp_recycle"):
             return ("SKB-BUILD-004",)
         if path.startswith("packets[") and path.endswith("].fate"):
@@ -295,8 +357,7 @@ def explain(scenario: Scenario) -> str:
         scenario = attrs.evolve(scenario, events=EXPLAIN_EVENTS)
         notes.append("no --events given: rx 4, kthread 1, free 4")
     trace = Trace()
-    sim = CpumapSim(config_of(scenario), trace)
-    sim.entry.skb_alloc_fail_next = int(scenario.config.get("skb_alloc_fail", 0))
+    sim = new_sim(scenario, trace)
     cfg = sim.config
     story = _Story()
     lines = [*notes, _config_text(cfg)]
@@ -308,8 +369,17 @@ def explain(scenario: Scenario) -> str:
             lines.append(f"event {n}: fail_allocs {count} -> the page allocator fails the "
                          f"next {count} request(s) (CPUMAP-SIM-001)")
             continue
-        sim.run([(op, count)])
-        if op == "rx":
+        ev = scenario.events[n]
+        run_event(sim, ev)
+        if op in MAP_OPS:
+            built = [i for i in sim._skb_of if i not in story.built]
+            story.built.update(dict.fromkeys(built, n))
+            args = f"key {ev['key']}" + (f", qsize {ev['qsize']}, flags {ev.get('flags', 0)}"
+                                         + (", a program fd" if ev.get("prog") else "")
+                                         if op == "map_update" else "")
+            lines.append(f"event {n}: {op} {args} -> {sim.map_results[-1]} "
+                         "(CPUMAP-MAP-001, CPUMAP-MAP-002, CPUMAP-MAP-003)")
+        elif op == "rx":
             story.received.update(dict.fromkeys(range(frames0, len(sim.frames)), n))
             failed = sim.rx_alloc_failures - failures0
             lines.append(f"event {n}: rx {count} on CPU {cfg.cpu_a} -> "
@@ -400,6 +470,10 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     }
     if draw(st.integers(0, 3)) == 0:
         config["free_cpu"] = 0  # the stack frees on the source CPU (the pool's NAPI CPU)
+    # SKB-BUILD-002: eth_type_trans on each side of 0x0600, raw 802.3 and 802.2 below it.
+    if draw(st.integers(0, 3)) == 0:
+        config["ethertype"] = draw(st.sampled_from([0x0000, 0x05DC, 0x05FF, 0x0600, 0x0800]))
+        config["raw_802_3"] = draw(st.booleans())
     # SKB-BUILD-001: lengths at the engine's bounds and in between.
     config["frame_len"] = draw(st.sampled_from([60, 61, 64, 128, 1499, 1500])
                                | st.integers(60, 1500))
@@ -450,3 +524,63 @@ def drained_scenarios(draw: st.DrawFn) -> Scenario:
                    {"op": "free", "n": n}]
     return Scenario(component="cpumap", config=config, events=tuple(events),
                     rules=("CPUMAP-FATE-001", "CPUMAP-LIVE-001"))
+
+
+#: ``prog_type`` / ``expected_attach_type`` values a program fd in a cpumap value may carry
+#: (include/uapi/linux/bpf.h): XDP and two others; BPF_XDP_CPUMAP, BPF_XDP_DEVMAP,
+#: BPF_XDP and none.
+_PROG_TYPES = (6, 6, 6, 28, 5)
+_ATTACH_TYPES = (35, 35, 33, 37, 0)
+
+
+@st.composite
+def map_op_scenarios(draw: st.DrawFn) -> Scenario:
+    """CPUMAP-MAP-001 .. 003: map updates and deletes with every argument the checks read
+    on each side of its bound (flags around ``BPF_EXIST``, keys around ``max_entries`` and
+    the possible CPUs, qsize 0 and around the 16384 limit, program fds of the right and
+    wrong type, attach type and binding), between polls so a replaced entry drains queued
+    frames.  A block of map operations is followed by an ``update`` of CPU B's slot, so
+    whatever it did to that slot, the next poll finds an entry.  Most scenarios send
+    frames of 802.3 lengths, raw or 802.2 (SKB-BUILD-002): like map updates, what the live
+    veth target cannot send."""
+    cpu_b = draw(st.sampled_from([1, 2]))
+    nr_cpus = cpu_b + draw(st.integers(1, 2))
+    max_entries = nr_cpus + draw(st.sampled_from([0, 1, 3]))
+    config: dict[str, Any] = {"cpu_b": cpu_b, "nr_cpus": nr_cpus, "max_entries": max_entries,
+                              "qsize": draw(st.sampled_from([8, 16, 64]))}
+    if draw(st.booleans()):
+        config["second_prog"] = [{"op": "return", "action": draw(st.sampled_from([1, 2, 4]))}]
+    if draw(st.integers(0, 2)) == 0:  # CPUMAP-KT-003: some or every skb head of a batch fails
+        config["skb_alloc_fail"] = draw(st.sampled_from([1, 3, 8, 20]))
+    if draw(st.integers(0, 3)) > 0:  # SKB-BUILD-002: 802.3 lengths, raw or 802.2 (not live)
+        config["ethertype"] = draw(st.sampled_from([0x05DC, 0x0000, 0x05FF, 0x0600]))
+        config["raw_802_3"] = draw(st.booleans())
+    keys = st.sampled_from(sorted({0, cpu_b, nr_cpus - 1, nr_cpus, max_entries - 1,
+                                   max_entries, 2**32 - 1}))
+    events: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(1, 3))):
+        events.append({"op": "rx", "n": draw(st.integers(0, 12))})
+        events.append({"op": "kthread", "n": draw(st.integers(0, 1))})
+        for _ in range(draw(st.integers(1, 4))):
+            if draw(st.integers(0, 4)) == 0:
+                events.append({"op": "map_delete", "key": draw(keys)})
+                continue
+            ev: dict[str, Any] = {"op": "map_update", "key": draw(keys),
+                                  "qsize": draw(st.sampled_from(
+                                      [0, 1, 8, 16384, 16385, 2**32 - 1]))}
+            flags = draw(st.sampled_from([None, None, None, 0, 1, 2, 3, 4, 2**64 - 1]))
+            if flags is not None:
+                ev["flags"] = flags
+            if draw(st.booleans()):  # half of them the program the map takes
+                ev["prog"] = ({"prog_type": 6, "expected_attach_type": 35}
+                              if draw(st.booleans()) else
+                              {"prog_type": draw(st.sampled_from(_PROG_TYPES)),
+                               "expected_attach_type": draw(st.sampled_from(_ATTACH_TYPES)),
+                               "dev_bound": draw(st.integers(0, 3)) == 0})
+            events.append(ev)
+        events.append({"op": "update", "n": draw(st.sampled_from([8, 16, 64]))})
+    events.append({"op": "rx", "n": draw(st.integers(1, 12))})
+    if draw(st.booleans()):  # else the last poll's frames stay in the ring (fate "ring")
+        events += [{"op": "kthread", "n": 8}, {"op": "free", "n": 64}]
+    return Scenario(component="cpumap", config=config, events=tuple(events),
+                    rules=("CPUMAP-MAP-001", "CPUMAP-MAP-003"))

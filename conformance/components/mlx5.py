@@ -13,7 +13,8 @@ frames:  Ethernet frames the device receives, in order.
 events:  unused in this step (a later step may carry a ring image instead of frames).
 observables: ``packets[i]`` = every field of the i-th CQE the RX handler is called with
          (``mlx5_cqe64`` names; reserved byte arrays as hex), ``polls`` = work done per
-         poll, ``stats`` = ``cqe_compress_blks`` / ``cqe_compress_pkts``.
+         poll that completed a CQE (an idle poll is not listed), ``stats`` =
+         ``cqe_compress_blks`` / ``cqe_compress_pkts``.
          With ``program`` / ``per_packet_programs`` the RX handlers run (step 2) and add
          ``xdp[i]`` per CQE (``kind``, ``frame``, ``mxbuf`` = the per-RQ buffer as the
          program got it, ``ops`` = op records with kfunc rc/values, ``verdict``,
@@ -548,6 +549,21 @@ def fixture_scenarios() -> st.SearchStrategy[Scenario]:
     return st.one_of(scenarios(), ring_scenarios(), write_scenarios())
 
 
+def _bad_l3() -> tuple[bytes, ...]:
+    """IPv4 headers the device judges (MLX5-DEV-003, MLX5-DEV-005): one with a wrong
+    header checksum (no CQE_L3_OK) and one whose version nibble is not 4 (the device
+    finds no L3 at all: L3 type 0, no hash, no checksum bits but L2)."""
+    good = bytearray(bytes(_eth() / IP(src="10.0.3.1", dst="10.0.3.2")
+                           / UDP(sport=5, dport=6) / Raw(b"c" * 20)))
+    bad_csum, bad_version = bytearray(good), bytearray(good)
+    bad_csum[24] ^= 0x5A  # ip.chksum
+    bad_version[14] = 0x65
+    return bytes(bad_csum), bytes(bad_version)
+
+
+_DEVICE_BAD_L3 = _bad_l3()
+
+
 @st.composite
 def cq_scenarios(draw: st.DrawFn) -> Scenario:
     """Mixed flows; a third of the time a long compressed session of one flow read
@@ -578,14 +594,29 @@ def cq_scenarios(draw: st.DrawFn) -> Scenario:
         config["budget"] = draw(st.sampled_from(small))
         # Sessions are at most the CQ size: 32 or more slots give several mini arrays.
         config["log_cq_size"] = draw(st.integers(5, 7))
-        config["start"] = draw(st.integers(0, (1 << config["log_cq_size"]) - 1))
+        size = 1 << config["log_cq_size"]
+        # Half the sessions start a few slots before the ring's end, so a resumed session
+        # stamps owner bits on both sides of the wrap (MLX5-CQ-009).
+        config["start"] = (size - draw(st.integers(1, 8)) if draw(st.booleans())
+                           else draw(st.integers(0, size - 1)))
         return Scenario(component="mlx5", config=config, frames=tuple(draw(session_frames())))
+    if draw(st.integers(0, 15)) == 0:
+        # MLX5-CQ-003: an idle ring: the one poll completes nothing and is not listed.
+        return Scenario(component="mlx5", config=config, frames=())
     mixed = draw(st.lists(frames(), min_size=1, max_size=40))
+    for bad in draw(st.lists(st.sampled_from(_DEVICE_BAD_L3), max_size=2)):
+        mixed.insert(draw(st.integers(0, len(mixed))), bad)
     if striding and config["log_num_strides"] == 3:
         # 8 strides of 64 bytes: a frame over 512 bytes fills more than a whole WQE.
         big = bytes(_eth() / IP(src="10.0.7.1", dst="10.0.9.9") / UDP(sport=7, dport=9)
                     / Raw(b"b" * draw(st.integers(485, 600))))
         mixed.insert(draw(st.integers(0, len(mixed))), big)
+    if striding and draw(st.booleans()):
+        # MLX5-RX-002: a frame of hw_mtu (MTU + 22) bytes and a byte either side.
+        size = config["mtu"] + 22 + draw(st.sampled_from([-1, 0, 1]))
+        edge = bytes(_eth() / IP(src="10.0.7.2", dst="10.0.9.9") / UDP(sport=7, dport=9)
+                     / Raw(b"m" * (size - 42)))
+        mixed.insert(draw(st.integers(0, len(mixed))), edge)
     return Scenario(component="mlx5", config=config, frames=tuple(mixed))
 
 
@@ -640,6 +671,8 @@ def xdp_scenarios(draw: st.DrawFn, *, compressed_hash: bool = False) -> Scenario
     # the programs open with one, so each return branch (MLX5-KF-002..006) is met.
     kfunc = "rx_hash" if compressed_hash else draw(
         st.sampled_from([None, None, None, "rx_hash", "rx_timestamp", "rx_vlan_tag"]))
+    if kfunc == "rx_hash" and not compressed_hash and draw(st.booleans()):
+        config["rxhash"] = False  # MLX5-KF-002: the kfunc with NETIF_F_RXHASH off
     per_packet = {}
     if n > 1 and draw(st.booleans()):
         per_packet[draw(st.integers(0, n - 1))] = draw(xdp_programs(kfunc=kfunc))
@@ -819,3 +852,28 @@ def explain(scenario: Scenario) -> str:
         lines.append(f"consumer counter after the last poll: {d.cc}; RQ recovery "
                      f"{'queued (MLX5-RING-006)' if d.recovering else 'not started'}")
     return "\n".join(lines)
+
+
+@st.composite
+def frag_pull_scenarios(draw: st.DrawFn) -> Scenario:
+    """MLX5-XDP-002: a striding non-linear RQ with a program, whose XDP_PASS skb pulls
+    fragment bytes into its empty linear part; the program first shrinks the packet with
+    ``bpf_xdp_adjust_tail`` to the pull length, a byte either side of it (13: refused), or
+    more, so the pull empties a fragment exactly, falls a byte short, or leaves it
+    (``nr_frags``)."""
+    config: dict[str, Any] = {
+        "key": "00" * 40, "indir": [0, 1, 2, 3], "compression": "none",
+        "rq_type": "striding", "mini_cqe_format": 1, "log_cq_size": 6, "log_wq_size": 2,
+        "log_num_strides": 6, "log_stride_sz": 6, "mtu": 1500, "budget": 64,
+        "rx_linear": False, "frag_size": 1024, "rxhash": False, "hwtstamp": "none",
+    }
+    frames = []
+    for i in range(draw(st.integers(1, 6))):
+        size = draw(st.sampled_from([60, 100, 200, 700, 1400]))
+        frames.append(bytes(_eth() / IP(src="10.0.8.1", dst="10.0.8.2")
+                            / UDP(sport=8, dport=9) / Raw(bytes([i]) * (size - 42))))
+    keep = draw(st.sampled_from([13, 14, 15, 64, 65, 256, 257]))
+    program = ({"op": "adjust_tail", "delta": -(len(frames[0]) - keep)},
+               {"op": "return", "action": 2})
+    return Scenario(component="mlx5", config=config, frames=tuple(frames), program=program,
+                    rules=("MLX5-XDP-002",))

@@ -2,7 +2,7 @@
 
 Unlike the frame scenarios, nothing here goes through the device model: each slot is
 drawn as the driver could find it.  Success CQEs with every ``rss_hash_type`` byte,
-every L3/L4 header type, checksum-OK bit and VLAN bit, random checksums, timestamps,
+every L3/L4 header type, checksum-OK bit, VLAN bit and tunneled bit, random checksums, timestamps,
 marks and LRO bytes (with ``lro_num_seg`` 0 or 1, MLX5-RING-003); error CQEs with every
 opcode but RESP_SEND and any syndrome; striding fillers; basic sessions (title plus mini
 arrays, unused mini entries and the slots between arrays full of garbage) and enhanced
@@ -38,6 +38,8 @@ _FRAMES = tuple(bytes(f) for f in (
 ))
 RESP_SEND = C.MLX5_CQE_RESP_SEND << 4
 _ERR_OPCODES = tuple(op for op in range(16) if op != C.MLX5_CQE_RESP_SEND)
+_SYNDROMES = tuple(getattr(C, name) for name in dir(C) if name.startswith("MLX5_CQE_SYNDROME_"))
+_RECOVER_SYNDROMES = tuple(s for s in _SYNDROMES if C.cqe_syndrome_needs_recover(s))
 
 
 def _u(draw: st.DrawFn, bits: int) -> int:
@@ -58,6 +60,9 @@ def _fields(draw: st.DrawFn) -> dict[str, Any]:
         "sop_drop_qpn": _u(draw, 32),
         "flags_rqpn": _u(draw, 32),
         "srqn": (draw(st.integers(0, 1)) << 24) | _u(draw, 24),  # lro_num_seg 0 or 1
+        # MLX5-CSUM-010: bit 0 is cqe_is_tunneled (an inner-level CHECKSUM_UNNECESSARY);
+        # bits 3-4 (kTLS offload) stay 0, a kind of CQE the model refuses (MLX5-RING-003).
+        "tls_outer_l3_tunneled": _u(draw, 3) | (_u(draw, 3) << 5),
         "tcppsh_abort_dupack": _u(draw, 8), "min_ttl": _u(draw, 8),  # LRO bytes: unread
         "tcp_win": _u(draw, 16), "ack_seq_num": _u(draw, 32),
     }
@@ -101,10 +106,16 @@ def _ring_scenarios(draw: st.DrawFn) -> Scenario:
         "ts_format": draw(st.sampled_from(["free_running", "real_time"])),
         "budget": draw(st.sampled_from([1, 2, 7, 8, 64])),
     }
+    if striding and config["rx_linear"] and draw(st.integers(0, 3)) > 0:
+        # MLX5-RX-002: an MTU below the lengths drawn, so a linear striding RQ meets CQEs
+        # longer than hw_mtu (dropped as oversize before a byte is read).
+        config["mtu"] = 100
     max_len = 1 << (log_strides + 6) if striding else 1522
 
     def length() -> int:
         # At least an Ethernet header: a shorter skb is refused (MLX5-SKB-005).
+        if config.get("mtu") == 100 and draw(st.booleans()):
+            return draw(st.integers(123, 200))  # above hw_mtu (MLX5-RX-002)
         return draw(st.integers(14, min(max_len, 200) if striding else 1522))
 
     def success(counter: int) -> C.mlx5_cqe64:
@@ -153,7 +164,11 @@ def _ring_scenarios(draw: st.DrawFn) -> Scenario:
             c += n
             continue
         if kind == "err":
-            err = C.mlx5_err_cqe(syndrome=_u(draw, 8), vendor_err_synd=_u(draw, 8),
+            # MLX5-CQE-009: the three syndromes that start RQ recovery, the other named
+            # ones and any byte, a third each.
+            syndrome = draw(st.sampled_from(_RECOVER_SYNDROMES) | st.sampled_from(_SYNDROMES)
+                            | st.integers(0, 255))
+            err = C.mlx5_err_cqe(syndrome=syndrome, vendor_err_synd=_u(draw, 8),
                                  wqe_counter=_u(draw, 16) if not striding else 0,
                                  op_own=draw(st.sampled_from(_ERR_OPCODES)) << 4).pack()
             slots[c] = stamp(err, c)

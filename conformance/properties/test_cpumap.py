@@ -38,3 +38,14 @@ def test_cpumap_drained_bursts(rx_target: TargetSession, scenario: Scenario) -> 
     tests/test_live_cpumap.py), so the live veth target runs these (the other properties
     are not applicable there)."""
     check(rx_target, scenario, COMPONENT)
+
+
+@pytest.mark.rule("CPUMAP-MAP-001", "CPUMAP-MAP-002", "CPUMAP-MAP-003", "CPUMAP-SIM-006",
+                  "CPUMAP-FATE-001", "SKB-BUILD-002")
+@given(scenario=cpumap.map_op_scenarios())
+def test_cpumap_map_updates(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Map updates and deletes with arguments on both sides of every check: the same
+    return code for each (which check refuses first, the program check, the errno the
+    kernel's version reads), and the same fates for frames a successful update of CPU B's
+    slot made its old entry drain, and the protocol of frames of 802.3 lengths."""
+    check(rx_target, scenario, COMPONENT)

@@ -96,3 +96,13 @@ def test_mlx5_driver_on_ring_images(rx_target: TargetSession, scenario: Scenario
 def test_mlx5_device_writes_the_ring(rx_target: TargetSession, scenario: Scenario) -> None:
     """Needs ``capabilities.sides`` to name the device half of mlx5 (PROTOCOL.md 1.2)."""
     check(rx_target, scenario, COMPONENT)
+
+
+@pytest.mark.rule("MLX5-XDP-002", "MLX5-XDP-004")
+@given(scenario=mlx5.frag_pull_scenarios())
+def test_mlx5_xdp_pass_pull_empties_fragments(rx_target: TargetSession,
+                                              scenario: Scenario) -> None:
+    """A striding non-linear XDP_PASS skb after ``bpf_xdp_adjust_tail`` shrank the packet
+    to the length the pull takes into the linear part, and a byte either side: the
+    emptied fragment is released (``nr_frags``)."""
+    check(rx_target, scenario, COMPONENT)
