@@ -203,9 +203,10 @@ def udp_length_frames() -> list[bytes]:
 
 #: Protocols :func:`header_frames` carries besides TCP/UDP/SCTP/ICMP: ESP, AH (over IPv4 an
 #: "other" protocol, PKT-L4-005; over IPv6 an extension header, PKT-IP6-006), IGMP, DCCP,
-#: UDP-Lite and an experimental number.  GRE and MPLS are left out: the flow dissector
+#: UDP-Lite, an experimental number and 44 (over IPv4 an other protocol, over IPv6 the
+#: fragment header).  GRE and MPLS are left out: the flow dissector
 #: would walk into them, which the model refuses (PKT-L4-007).
-_OTHER_PROTOCOLS = (50, 51, 2, 33, 136, 253)
+_OTHER_PROTOCOLS = (50, 51, 2, 33, 136, 253, 44)
 #: The fixed header each L4 needs (PKT-L4-001..004); TCP grows to its data offset.
 _L4_NEED = {"tcp": 20, "udp": 8, "sctp": 12, "icmp": 8}
 
@@ -245,7 +246,7 @@ def header_frames(draw: st.DrawFn, *, wellformed: bool = True) -> bytes:
     v6 = draw(st.booleans())
     kind = draw(st.sampled_from(["tcp", "udp", "sctp", "icmp", "other"]))
     # AH over IPv6 is an extension header (drawn below), not an upper-layer protocol.
-    proto = (draw(st.sampled_from([p for p in _OTHER_PROTOCOLS if not (v6 and p == 51)]))
+    proto = (draw(st.sampled_from([p for p in _OTHER_PROTOCOLS if not (v6 and p in (44, 51))]))
              if kind == "other" else None)
     doff = draw(st.sampled_from([5, 6, 15] + ([] if wellformed else [0, 4]))) \
         if kind == "tcp" else 5
@@ -270,7 +271,7 @@ def header_cases(*, wellformed: bool = True) -> tuple[bytes, ...]:
     n = 0
     for v6 in (False, True):
         for kind in ("tcp", "udp", "sctp", "icmp", "other"):
-            protos: list[int | None] = ([p for p in _OTHER_PROTOCOLS if not (v6 and p == 51)]
+            protos: list[int | None] = ([p for p in _OTHER_PROTOCOLS if not (v6 and p in (44, 51))]
                                         if kind == "other" else [None])
             doffs = ([5, 6, 15] + ([] if wellformed else [0, 4])) if kind == "tcp" else [5]
             for proto in protos:
@@ -290,13 +291,34 @@ def header_cases(*, wellformed: bool = True) -> tuple[bytes, ...]:
                                                     frag, cut, exts, ihls[0], bad))
     if not wellformed:
         out.append(header_frame((), False, "udp", None, 5, "none", "whole", (), 4, False))
-        # Ethertypes the flow dissector ends at with no L4 (ARP, PTP), a few bytes long:
-        # eth_get_headlen is the Ethernet header alone (PKT-L4-007).
-        eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
-        out += [bytes(eth / Raw(bytes(n))) for n in (4, 12)]
-        out[-2] = out[-2][:12] + b"\x08\x06" + out[-2][14:]
-        out[-1] = out[-1][:12] + b"\x88\xf7" + out[-1][14:]
+        out += _walk_edge_frames()
     return tuple(out)
+
+
+def _walk_edge_frames() -> list[bytes]:
+    """Where the flow dissector's walk stops early (PKT-L4-007, VETH-KF-002/007): ARP and
+    PTP a few bytes long (it ends at the Ethernet header), 802.3 length frames (raw 802.3,
+    LLC, one payload byte), a tag cut off, eight and sixteen in-band tags (past
+    ``VLAN_MAX_DEPTH`` and ``MAX_FLOW_DISSECT_HDRS``), IPv6 whose first extension or
+    fragment header is cut off and a hop-by-hop jumbogram (payload length 0,
+    PKT-IP6-002)."""
+    eth = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02"))[:12]
+    udp4 = bytes(IP(src="192.0.2.1", dst="198.51.100.7") / UDP(sport=7, dport=9) / b"abcd")
+    v6 = bytes(IPv6(src="2001:db8::1", dst="2001:db8::7", nh=59, plen=0))
+    tag = b"\x81\x00\xa0\x05"
+    jumbo = bytes(IPv6(src="2001:db8::1", dst="2001:db8::7", plen=0)
+                  / IPv6ExtHdrHopByHop() / UDP(sport=7, dport=9) / b"abcd")
+    return [
+        eth + b"\x08\x06" + bytes(4), eth + b"\x88\xf7" + bytes(12),
+        eth + b"\x00\x40" + b"\xff\xff" + bytes(62),
+        eth + b"\x00\x40" + b"\xaa\xaa\x03" + bytes(61),
+        eth + b"\x00\x01" + b"\x00",
+        eth + b"\x81\x00" + b"\xa0",
+        eth + tag * 8 + b"\x08\x00" + udp4, eth + tag * 16 + b"\x08\x00" + udp4,
+        eth + b"\x86\xdd" + v6[:6] + b"\x3c" + v6[7:],  # a destination-options header cut off
+        eth + b"\x86\xdd" + v6[:4] + b"\x00\x04\x2c" + v6[7:] + b"\x11\x00\x00\x00",
+        eth + b"\x86\xdd" + jumbo,
+    ]
 
 
 def header_frame(tags: tuple[tuple[int, int], ...], v6: bool, kind: str, proto: int | None,
