@@ -49,6 +49,7 @@ from conformance.strategies.frames import header_cases, udp_length_frames
 from conformance.vectors.ms_rss import MS_KEY
 from reference import rss
 from reference.errors import InvalidConfig
+from reference.kernel import gate
 from reference.mlx5 import cqe as C
 from reference.mlx5 import rx, sim, skbmeta
 from reference.mlx5.counters import Mlx5eRqStats
@@ -362,6 +363,9 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     cqes = [c for p in d.polls for c in p.cqes]
 
     ring = isinstance(d, RingRun)
+    rq = rq_config_of(scenario)
+    headers_only = (rq.rq_type is RqType.STRIDING and not rq.linear
+                    and gate(rq.kernel, "MLX5-XDP-002"))
 
     def rules(path: str) -> tuple[str, ...]:
         found = handler_rules(path)
@@ -381,6 +385,10 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
             return ("MLX5-XDP-001",)
         if rest in (".skb.ip_summed", ".skb.csum") and rec["skb"] is not None:
             return _csum_blame(scenario, cqes[index], rec["skb"], rest == ".skb.csum")
+        if rest == ".skb.nr_frags" and rec["verdict"] is None and headers_only:
+            # No program: the striding non-linear skb's head is eth_get_headlen's, the
+            # fragments hold the rest (MLX5-XDP-002 over the flow dissector, PKT-L4-007).
+            return ("MLX5-XDP-002", "PKT-L4-007", "MLX5-XDP-004")
         if rest == ".fate":
             fate = _FATE_RULES.get(str(rec["fate"]))
             return (fate,) if fate else ()

@@ -46,7 +46,7 @@ from conformance.components.driver_xdp import (
 from conformance.components.xdp import PASS_PROGRAM, op_lists
 from conformance.readable import rc_text, value_text, vlan_tci_text
 from conformance.scenario import Scenario
-from conformance.strategies.frames import ethernet_frames, ip_frames
+from conformance.strategies.frames import ethernet_frames, header_cases, ip_frames
 from reference import veth
 from reference.errors import InvalidConfig
 from reference.kfuncs import XdpRssHashType
@@ -403,7 +403,10 @@ def _dissectable(frame: bytes) -> bool:
 
 
 def veth_frames() -> st.SearchStrategy[bytes]:
-    return st.one_of(ip_frames(), ethernet_frames()).filter(
+    """IP and other frames, and the header-walk boundaries (``header_cases``: where the
+    flow dissector stops early, tags past VLAN_MAX_DEPTH, IPv6 first fragments)."""
+    return st.one_of(ip_frames(), ethernet_frames(),
+                     st.sampled_from(header_cases(wellformed=False))).filter(
         lambda f: veth.ETH_HLEN <= len(f) <= MAX_FRAME and _dissectable(f))
 
 
