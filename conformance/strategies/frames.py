@@ -342,7 +342,7 @@ def header_frame(tags: tuple[tuple[int, int], ...], v6: bool, kind: str, proto: 
         chain = [*exts, *(["frag"] if frag != "none" else [])]
         # scapy fills no AH next header: the number of whatever follows it.
         after = [*chain[1:], proto if proto is not None else kind]
-        numbers = {"hbh": 0, "dst": 60, "rt": 43, "frag": 44, "tcp": 6, "udp": 17,
+        numbers = {"hbh": 0, "dst": 60, "rt": 43, "frag": 44, "ah": 51, "tcp": 6, "udp": 17,
                    "sctp": 132, "icmp": 58}
         for ext, nxt in zip(chain, after[:len(chain)], strict=True):
             l3 = l3 / {"hbh": IPv6ExtHdrHopByHop(), "dst": IPv6ExtHdrDestOpt(),
