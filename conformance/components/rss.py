@@ -106,11 +106,11 @@ def _rules_for_field(info: packet.PacketInfo, config: rss.RssConfig, field: str,
             return ("RSS-IN-003",)
         if not hashed:
             return ("RSS-IN-004",)
-        if config.input_xfrm:
-            return ("RSS-XFRM-002",)
         # Which fields entered the input is the configuration's decision: the default
         # table (RSS-CFG-004) or the ethtool mask the scenario gave (RSS-CFG-001/003).
         chosen = ("RSS-CFG-004",) if defaults else ("RSS-CFG-001", "RSS-CFG-003")
+        if config.input_xfrm:  # the transform rewrote those fields (RSS-XFRM-002)
+            return ("RSS-XFRM-002", *(() if defaults else chosen))
         return ("RSS-IN-002", "RSS-TOEP-001", *chosen)
     if field == "queue":
         return ("RSS-RETA-004",) if hashed else ("RSS-RETA-005",)

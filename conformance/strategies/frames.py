@@ -298,10 +298,10 @@ def header_cases(*, wellformed: bool = True) -> tuple[bytes, ...]:
 def _walk_edge_frames() -> list[bytes]:
     """Where the flow dissector's walk stops early (PKT-L4-007, VETH-KF-002/007): ARP and
     PTP a few bytes long (it ends at the Ethernet header), 802.3 length frames (raw 802.3,
-    LLC, one payload byte), a tag cut off, eight and sixteen in-band tags (past
-    ``VLAN_MAX_DEPTH`` and ``MAX_FLOW_DISSECT_HDRS``), IPv6 whose first extension or
-    fragment header is cut off and a hop-by-hop jumbogram (payload length 0,
-    PKT-IP6-002)."""
+    LLC, one payload byte), a tag cut off, eight and seventeen in-band tags (past
+    ``VLAN_MAX_DEPTH``, and past ``MAX_FLOW_DISSECT_HDRS`` even with one tag stripped),
+    IPv6 whose first extension or fragment header is cut off and a hop-by-hop jumbogram
+    (payload length 0, PKT-IP6-002)."""
     eth = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02"))[:12]
     udp4 = bytes(IP(src="192.0.2.1", dst="198.51.100.7") / UDP(sport=7, dport=9) / b"abcd")
     v6 = bytes(IPv6(src="2001:db8::1", dst="2001:db8::7", nh=59, plen=0))
@@ -314,7 +314,7 @@ def _walk_edge_frames() -> list[bytes]:
         eth + b"\x00\x40" + b"\xaa\xaa\x03" + bytes(61),
         eth + b"\x00\x01" + b"\x00",
         eth + b"\x81\x00" + b"\xa0",
-        eth + tag * 8 + b"\x08\x00" + udp4, eth + tag * 16 + b"\x08\x00" + udp4,
+        eth + tag * 8 + b"\x08\x00" + udp4, eth + tag * 17 + b"\x08\x00" + udp4,
         eth + b"\x86\xdd" + v6[:6] + b"\x3c" + v6[7:],  # a destination-options header cut off
         eth + b"\x86\xdd" + v6[:4] + b"\x00\x04\x2c" + v6[7:] + b"\x11\x00\x00\x00",
         eth + b"\x86\xdd" + jumbo,
