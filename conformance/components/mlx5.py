@@ -46,10 +46,11 @@ from scapy.packet import Packet, Raw
 from conformance.components import Component, kernel_of, libblame, mlx5_ring, require
 from conformance.readable import kfunc_result_text, value_text
 from conformance.scenario import Scenario
-from conformance.strategies.frames import udp_length_frames
+from conformance.strategies.frames import header_cases, udp_length_frames
 from conformance.vectors.ms_rss import MS_KEY
 from reference import rss
 from reference.errors import InvalidConfig
+from reference.kernel import gate
 from reference.mlx5 import cqe as C
 from reference.mlx5 import rx, sim, skbmeta
 from reference.mlx5.counters import Mlx5eRqStats
@@ -363,6 +364,9 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     cqes = [c for p in d.polls for c in p.cqes]
 
     ring = isinstance(d, RingRun)
+    rq = rq_config_of(scenario)
+    headers_only = (rq.rq_type is RqType.STRIDING and not rq.linear
+                    and gate(rq.kernel, "MLX5-XDP-002"))
 
     def rules(path: str) -> tuple[str, ...]:
         found = handler_rules(path)
@@ -382,6 +386,10 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
             return ("MLX5-XDP-001",)
         if rest in (".skb.ip_summed", ".skb.csum") and rec["skb"] is not None:
             return _csum_blame(scenario, cqes[index], rec["skb"], rest == ".skb.csum")
+        if rest == ".skb.nr_frags" and rec["verdict"] is None and headers_only:
+            # No program: the striding non-linear skb's head is eth_get_headlen's, the
+            # fragments hold the rest (MLX5-XDP-002 over the flow dissector, PKT-L4-007).
+            return ("MLX5-XDP-002", "PKT-L4-007", "MLX5-XDP-004")
         if rest == ".fate":
             fate = _FATE_RULES.get(str(rec["fate"]))
             return (fate,) if fate else ()
@@ -483,9 +491,14 @@ def frames(draw: st.DrawFn) -> bytes:
     """A few flows (so runs form and break), varied sizes, some tagged; one in eight of
     the kinds the CQE's header fields tell apart (MLX5-DEV-003, MLX5-DEV-005): ARP, IPv4
     with options, first and later IPv4 fragments, IPv6 with extension headers or no next
-    header, a first IPv6 fragment."""
-    if draw(st.integers(0, 7)) == 0:
+    header, a first IPv6 fragment; one in eight at a boundary of the header walk
+    (``header_cases``: IHL 4..15, other protocols, L4 headers cut short, bad IPv4
+    header checksums, tags with PCP/DEI set)."""
+    odd = draw(st.integers(0, 7))
+    if odd == 0:
         return bytes(_eth() / draw(st.sampled_from(_ODD_L3)))
+    if odd == 1:
+        return draw(st.sampled_from(header_cases(wellformed=False)))
     flow = draw(st.integers(0, 3))
     ip = IP(src=f"10.0.{flow}.1", dst="10.0.9.9")
     l4 = UDP(sport=1000 + flow, dport=53) if flow % 2 else TCP(sport=2000, dport=80, flags="A")
@@ -697,8 +710,11 @@ def csum_frames(draw: st.DrawFn) -> bytes:
     the IP packet, wrong L4 checksums, short frames, 802.3 length frames, group and foreign
     destination addresses; UDP length fields at every boundary and ICMP of the other IP
     family (``udp_length_frames``: CSUM-L4-002, CSUM-L4-003)."""
-    if draw(st.integers(0, 7)) == 0:
+    which = draw(st.integers(0, 7))
+    if which == 0:
         return draw(st.sampled_from(udp_length_frames()))
+    if which == 1:  # IHL, options, other protocols, short L4 headers, bad IPv4 checksums
+        return draw(st.sampled_from(header_cases(wellformed=False)))
     eth = Ether(src="02:00:00:00:00:01", dst=draw(st.sampled_from(_DSTS)))
     kind = draw(st.sampled_from(["tcp4", "udp4", "tcp6", "udp6", "sctp4", "sctp6", "icmp4",
                                  "arp", "llc"]))
@@ -757,6 +773,29 @@ def csum_scenarios(draw: st.DrawFn) -> Scenario:
         program = ({"op": "return", "action": 2},)  # XDP_PASS: attached, changes nothing
     return Scenario(component="mlx5", config=config, frames=frames, program=program,
                     rules=("MLX5-CSUM-007", "MLX5-SKB-001"))
+
+
+def header_scenarios() -> list[Scenario]:
+    """Every frame of ``header_cases(wellformed=False)`` once, 30 to a scenario, through
+    the device and the RX handlers (striding, non-linear: the skb head is
+    ``eth_get_headlen``'s, PKT-L4-007): the CQE's L3/L4 types and OK bits, the RSS fields
+    and the checksum verdict at each boundary of the header walk (IHL 4..15, other
+    protocols, L4 headers one byte short, TCP data offsets below 5, bad IPv4 header
+    checksums, tags with PCP/DEI set)."""
+    cases = header_cases(wellformed=False)
+    out = []
+    for n, i in enumerate(range(0, len(cases), 30)):
+        frames = tuple(cases[i:i + 30])
+        config: dict[str, Any] = {
+            "key": MS_KEY.hex(), "indir": [0, 1, 2, 3], "compression": "none",
+            "rq_type": "striding", "log_cq_size": 6, "log_wq_size": 4, "log_num_strides": 6,
+            "mtu": 1500, "vlan_strip": n % 2 == 1, "budget": 64, "start": 0, "rx_path": True,
+            "rxcsum": True, "rx_linear": False, "csum_full": n % 4 == 3,
+            "timestamps": [0] * len(frames),
+        }
+        out.append(Scenario(component="mlx5", config=config, frames=frames,
+                            rules=("MLX5-DEV-003", "MLX5-DEV-005")))
+    return out
 
 
 # --- teaching ------------------------------------------------------------------------------

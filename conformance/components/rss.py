@@ -27,7 +27,7 @@ from conformance.components import Component, libblame
 from conformance.readable import rss_type_name, value_text
 from conformance.scenario import Scenario
 from conformance.strategies import ip_frames, rss_keys
-from conformance.strategies.frames import ethernet_frames
+from conformance.strategies.frames import ethernet_frames, header_cases, header_frames
 from conformance.vectors.ms_rss import MS_KEY
 from reference import packet, rss
 from reference.trace import Trace, emit
@@ -106,11 +106,11 @@ def _rules_for_field(info: packet.PacketInfo, config: rss.RssConfig, field: str,
             return ("RSS-IN-003",)
         if not hashed:
             return ("RSS-IN-004",)
-        if config.input_xfrm:
-            return ("RSS-XFRM-002",)
         # Which fields entered the input is the configuration's decision: the default
         # table (RSS-CFG-004) or the ethtool mask the scenario gave (RSS-CFG-001/003).
         chosen = ("RSS-CFG-004",) if defaults else ("RSS-CFG-001", "RSS-CFG-003")
+        if config.input_xfrm:  # the transform rewrote those fields (RSS-XFRM-002)
+            return ("RSS-XFRM-002", *(() if defaults else chosen))
         return ("RSS-IN-002", "RSS-TOEP-001", *chosen)
     if field == "queue":
         return ("RSS-RETA-004",) if hashed else ("RSS-RETA-005",)
@@ -207,13 +207,17 @@ _PORT_FLOWS = (rss.TCP_V4_FLOW, rss.UDP_V4_FLOW, rss.SCTP_V4_FLOW, rss.TCP_V6_FL
 
 
 @st.composite
-def hash_field_masks(draw: st.DrawFn) -> dict[str, int]:
+def hash_field_masks(draw: st.DrawFn, *, symmetric: bool = False) -> dict[str, int]:
     """An ethtool field mask per flow type (RSS-CFG-001, RSS-CFG-003): any subset of the
     address and port flags for the port flows, of the address flags for the plain IP flows;
-    a flow type left out hashes nothing."""
-    addr = st.sampled_from([0, rss.RXH_IP_SRC, rss.RXH_IP_DST, rss.RXH_IP_SRC | rss.RXH_IP_DST])
-    ports = st.sampled_from([0, rss.RXH_L4_B_0_1, rss.RXH_L4_B_2_3,
-                             rss.RXH_L4_B_0_1 | rss.RXH_L4_B_2_3])
+    a flow type left out hashes nothing.  ``symmetric``: only the masks a symmetric
+    ``input_xfrm`` accepts (RSS-XFRM-001: each pair whole or absent), so the transform
+    also meets ports-only and addresses-only inputs (RSS-XFRM-002)."""
+    both_addr, both_ports = rss.RXH_IP_SRC | rss.RXH_IP_DST, rss.RXH_L4_B_0_1 | rss.RXH_L4_B_2_3
+    addr = st.sampled_from([0, both_addr] if symmetric
+                           else [0, rss.RXH_IP_SRC, rss.RXH_IP_DST, both_addr])
+    ports = st.sampled_from([0, both_ports] if symmetric
+                            else [0, rss.RXH_L4_B_0_1, rss.RXH_L4_B_2_3, both_ports])
     out = {}
     for flow in _PORT_FLOWS:
         if draw(st.integers(0, 5)):
@@ -234,16 +238,44 @@ def scenarios(draw: st.DrawFn, *, symmetric: bool | None = None,
     xfrm = draw(st.sampled_from([0, 0, rss.RXH_XFRM_SYM_XOR, rss.RXH_XFRM_SYM_OR_XOR])
                 if symmetric is None else st.just(rss.RXH_XFRM_SYM_XOR if symmetric else 0))
     kinds = (ip_frames(fragment=True) if fragments
-             else st.one_of(ip_frames(), ethernet_frames(), boundary_frames()))
+             else st.one_of(ip_frames(), ethernet_frames(), boundary_frames(),
+                            st.sampled_from(header_cases()), header_frames()))
     frames = draw(st.lists(kinds, min_size=1, max_size=4))
     config: dict[str, Any] = {"key": draw(rss_keys()).hex(),
                               "indir": list(rss.default_indir(size, n_rings)),
                               "input_xfrm": xfrm}
-    if not xfrm and draw(st.integers(0, 2)) == 0:
-        config["hash_fields"] = draw(hash_field_masks())
+    if draw(st.integers(0, 2)) == 0:
+        config["hash_fields"] = draw(hash_field_masks(symmetric=bool(xfrm)))
     return Scenario(
         component="rss",
         config=config,
         frames=tuple(frames),
         rules=("RSS-IN-002", "RSS-TOEP-001", "RSS-TYPE-001", "RSS-RETA-004"),
     )
+
+
+def header_scenarios() -> list[Scenario]:
+    """Every :func:`~conformance.strategies.frames.header_cases` frame once, in scenarios
+    of 16 frames under the default fields, all four tuples and both symmetric transforms:
+    the parser's facts at each boundary (IHL 5/6/15, TCP data offsets, L4 headers ending
+    exactly at the datagram's end or one byte short in a first fragment, other protocols,
+    extension headers, tags with PCP/DEI set) decide the flow type and the hashed fields
+    (RSS-IN-001..003)."""
+    cases = header_cases()
+    key = MS_KEY.hex()
+    four = {str(f): rss.FOUR_TUPLE for f in _PORT_FLOWS}
+    four.update({str(rss.IPV4_FLOW): rss.TWO_TUPLE, str(rss.IPV6_FLOW): rss.TWO_TUPLE})
+    configs: list[dict[str, Any]] = [
+        {}, {"hash_fields": four}, {"input_xfrm": rss.RXH_XFRM_SYM_XOR},
+        {"input_xfrm": rss.RXH_XFRM_SYM_OR_XOR, "hash_fields": four},
+    ]
+    out = []
+    for i in range(0, len(cases), 16):
+        extra = configs[(i // 16) % len(configs)]
+        out.append(Scenario(
+            component="rss",
+            config={"key": key, "indir": list(rss.default_indir(128, 7)), **extra},
+            frames=tuple(cases[i:i + 16]),
+            rules=("RSS-IN-001", "RSS-IN-002", "RSS-IN-003"),
+        ))
+    return out

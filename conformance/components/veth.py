@@ -48,7 +48,7 @@ from conformance.components.driver_xdp import (
 from conformance.components.xdp import PASS_PROGRAM, op_lists
 from conformance.readable import rc_text, value_text, vlan_tci_text
 from conformance.scenario import Scenario
-from conformance.strategies.frames import ethernet_frames, ip_frames
+from conformance.strategies.frames import ethernet_frames, header_cases, ip_frames
 from reference import veth
 from reference.errors import InvalidConfig
 from reference.kfuncs import XdpRssHashType
@@ -452,8 +452,25 @@ def _dissectable(frame: bytes) -> bool:
     return veth.flow_dissect(frame).covered
 
 
+def walk_edge_scenarios() -> list[Scenario]:
+    """Every sendable frame of ``header_cases(wellformed=False)`` once, 32 to a scenario,
+    rx_hash only: the flow dissector's stops (802.3 length frames, short ARP/PTP, a cut
+    tag, tags past VLAN_MAX_DEPTH and the header limit, cut IPv6 extension and fragment
+    headers, first fragments, other protocols) decide which frames hash alike
+    (VETH-KF-002, VETH-KF-005, VETH-KF-007)."""
+    frames = [f for f in header_cases(wellformed=False)
+              if veth.ETH_HLEN <= len(f) <= MAX_FRAME and _dissectable(f)]
+    return [Scenario(component="veth", config={"path": "skb"}, frames=tuple(frames[i:i + 32]),
+                     program=({"op": "kfunc", "name": "rx_hash"},),
+                     rules=("VETH-KF-002", "VETH-KF-005", "VETH-KF-007"))
+            for i in range(0, len(frames), 32)]
+
+
 def veth_frames() -> st.SearchStrategy[bytes]:
-    return st.one_of(ip_frames(), ethernet_frames()).filter(
+    """IP and other frames, and the header-walk boundaries (``header_cases``: where the
+    flow dissector stops early, tags past VLAN_MAX_DEPTH, IPv6 first fragments)."""
+    return st.one_of(ip_frames(), ethernet_frames(),
+                     st.sampled_from(header_cases(wellformed=False))).filter(
         lambda f: veth.ETH_HLEN <= len(f) <= MAX_FRAME and _dissectable(f))
 
 

@@ -75,6 +75,20 @@ def test_mlx5_skb_checksum_and_metadata(rx_target: TargetSession, scenario: Scen
     check(rx_target, scenario, COMPONENT)
 
 
+@pytest.mark.rule("MLX5-DEV-002", "MLX5-DEV-003", "MLX5-DEV-005", "MLX5-XDP-002",
+                  "MLX5-CSUM-007", "MLX5-SKB-001")
+@pytest.mark.rule("PKT-VLAN-001", "PKT-VLAN-002", "PKT-IP4-002", "PKT-IP4-003", "PKT-IP4-005",
+                  "PKT-IP6-003", "PKT-IP6-005", "PKT-IP6-006", "PKT-L4-001", "PKT-L4-004",
+                  "PKT-L4-005", "PKT-L4-006", "PKT-L4-007", "CSUM-008")
+@pytest.mark.parametrize("scenario", mlx5.header_scenarios(),
+                         ids=lambda s: f"{len(s.frames)}-frames")
+def test_mlx5_at_header_walk_boundaries(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Each boundary of the header walk once (not left to the draw): a device that checks
+    20 bytes of an IPv4 header with options, reads an other protocol as TCP, accepts an L4
+    header one byte short, or an skb head cut at the wrong header length differs here."""
+    check(rx_target, scenario, COMPONENT)
+
+
 # --- the driver alone: ring images written byte by byte (protocol 1.2) ------------------------
 
 

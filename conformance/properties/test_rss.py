@@ -41,6 +41,19 @@ def test_fragments_hash_the_address_pair(rx_target: TargetSession, scenario: Sce
     check(rx_target, scenario, COMPONENT)
 
 
+@pytest.mark.rule("RSS-IN-001", "RSS-IN-002", "RSS-IN-003", "RSS-TYPE-001", "RSS-XFRM-002")
+@pytest.mark.rule("PKT-VLAN-001", "PKT-VLAN-002", "PKT-IP4-003", "PKT-IP4-005", "PKT-IP6-003",
+                  "PKT-IP6-005", "PKT-IP6-006", "PKT-L4-001", "PKT-L4-004", "PKT-L4-005",
+                  "PKT-L4-006")
+@pytest.mark.parametrize("scenario", rss_component.header_scenarios(),
+                         ids=lambda s: f"{len(s.frames)}-frames")
+def test_rss_at_header_walk_boundaries(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Each boundary of the header walk once (not left to the draw): a device that reads
+    an option-bearing IPv4 header as 20 bytes, ports from a first fragment cut inside its
+    L4 header, or an other protocol's bytes as ports hashes differently."""
+    check(rx_target, scenario, COMPONENT)
+
+
 def _vector_frames(v: Vector, v6: bool) -> tuple[bytes, bytes]:
     ip = IPv6(src=v.src, dst=v.dst) if v6 else IP(src=v.src, dst=v.dst)
     with_ports = bytes(ETH / ip / TCP(sport=v.sport, dport=v.dport))

@@ -69,6 +69,16 @@ def test_veth_rx_hash_is_dissected_once(rx_target: TargetSession, scenario: Scen
     _check_hash_equalities(rx_target, scenario, ("VETH-KF-006", "VETH-KF-005", "VETH-KF-002"))
 
 
+@pytest.mark.rule("VETH-KF-002", "VETH-KF-005", "VETH-KF-007")
+@pytest.mark.parametrize("scenario", veth.walk_edge_scenarios(),
+                         ids=lambda s: f"{len(s.frames)}-frames")
+def test_veth_rx_hash_at_header_walk_boundaries(rx_target: TargetSession,
+                                                scenario: Scenario) -> None:
+    """Each boundary of the header walk once (not left to the draw): where the dissector
+    stops decides which frames hash alike and whether the hash is L4."""
+    _check_hash_equalities(rx_target, scenario, ("VETH-KF-002", "VETH-KF-005", "VETH-KF-007"))
+
+
 @pytest.mark.rule("VETH-FRAME-001", "VETH-STAT-002")
 @given(scenario=veth.frame_path_scenarios())
 def test_veth_xdp_frame_path(rx_target: TargetSession, scenario: Scenario) -> None:

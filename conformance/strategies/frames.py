@@ -7,6 +7,7 @@ ICMPv6, non-IP ethertypes, padding, runts and jumbo frames.
 
 from __future__ import annotations
 
+import functools
 import random
 from typing import Any
 
@@ -20,6 +21,7 @@ from scapy.layers.inet6 import (
     IPv6ExtHdrHopByHop,
     IPv6ExtHdrRouting,
 )
+from scapy.layers.ipsec import AH
 from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
 from scapy.layers.sctp import SCTP
 from scapy.packet import Packet, Raw
@@ -216,3 +218,193 @@ def length_field_frames(draw: st.DrawFn) -> bytes:
     start = draw(st.sampled_from([b"\xff\xff", b"\xaa\xaa\x03", b"\xff\xfe", b""]))
     body = start + draw(st.binary(max_size=46))
     return bytes(Ether(src=draw(macs), dst=draw(macs), type=field) / Raw(body))
+
+
+#: Protocols :func:`header_frames` carries besides TCP/UDP/SCTP/ICMP: ESP, AH (over IPv4 an
+#: "other" protocol, PKT-L4-005; over IPv6 an extension header, PKT-IP6-006), IGMP, DCCP,
+#: UDP-Lite, an experimental number and 44 (over IPv4 an other protocol, over IPv6 the
+#: fragment header).  GRE and MPLS are left out: the flow dissector
+#: would walk into them, which the model refuses (PKT-L4-007).
+_OTHER_PROTOCOLS = (50, 51, 2, 33, 136, 253, 44)
+#: The fixed header each L4 needs (PKT-L4-001..004); TCP grows to its data offset.
+_L4_NEED = {"tcp": 20, "udp": 8, "sctp": 12, "icmp": 8}
+
+
+def _l4_layer(kind: str, v6: bool, doff: int) -> Packet:
+    if kind == "tcp":
+        return TCP(sport=0x1234, dport=0xABCD, flags="A", dataofs=doff,
+                   options=[("NOP", None)] * (4 * max(doff - 5, 0)))
+    if kind == "udp":
+        return UDP(sport=0x1234, dport=0xABCD)
+    if kind == "sctp":
+        return SCTP(sport=0x1234, dport=0xABCD)
+    return ICMPv6EchoRequest() if v6 else ICMP()
+
+
+@st.composite
+def header_frames(draw: st.DrawFn, *, wellformed: bool = True) -> bytes:
+    """Frames at every boundary the header walk decides on (PKT-*): the facts a device
+    model reads from the parser must take values that tell a right reading from a
+    plausible wrong one.
+
+    - VLAN tags (802.1Q, 802.1ad, 0x9100) whose PCP and DEI bits are set (PKT-VLAN-001/002);
+    - IPv4 headers of IHL 5, 6, 7 and 15 (options present or not, PKT-IP4-003), whole
+      datagrams, first and later fragments (PKT-IP4-005), and (``wellformed=False``) a
+      header checksum that does not verify;
+    - IPv6 with hop-by-hop, destination-options, routing, AH and fragment headers
+      (PKT-IP6-003..006);
+    - TCP (data offset 5, 6, 15), UDP, SCTP, ICMP/ICMPv6 and other protocols
+      (PKT-L4-005), the upper-layer header ending exactly at the datagram's end, one byte
+      short of it inside a first fragment (PKT-L4-006), or followed by payload;
+    - ``wellformed=False`` adds what the parser refuses but a device still receives: an
+      upper-layer header one byte short of its minimum in a whole datagram, TCP data
+      offsets below 5 (PKT-L4-001), IHL below 5 (PKT-IP4-002).
+    """
+    tags = draw(st.lists(st.tuples(st.sampled_from([0x8100, 0x88A8, 0x9100]),
+                                   st.integers(0, 0xFFFF)), max_size=2))
+    v6 = draw(st.booleans())
+    kind = draw(st.sampled_from(["tcp", "udp", "sctp", "icmp", "other"]))
+    # AH over IPv6 is an extension header (drawn below), not an upper-layer protocol.
+    proto = (draw(st.sampled_from([p for p in _OTHER_PROTOCOLS if not (v6 and p in (44, 51))]))
+             if kind == "other" else None)
+    doff = draw(st.sampled_from([5, 6, 15] + ([] if wellformed else [0, 4]))) \
+        if kind == "tcp" else 5
+    frag = draw(st.sampled_from(["none", "none", "first", "later"]))
+    cuts = ["whole", "exact", "payload"]
+    if frag == "first" or not wellformed:
+        cuts.append("short")
+    cut = draw(st.sampled_from(cuts))
+    exts = draw(st.lists(st.sampled_from(["hbh", "dst", "rt", "ah"]), max_size=2)) if v6 else []
+    ihl = 5 if v6 else draw(st.sampled_from([5, 6, 7, 15] + ([] if wellformed else [4])))
+    bad = not wellformed and not v6 and draw(st.integers(0, 3)) == 0
+    return header_frame(tuple(tags), v6, kind, proto, doff, frag, cut, tuple(exts), ihl, bad)
+
+
+@functools.cache
+def header_cases(*, wellformed: bool = True) -> tuple[bytes, ...]:
+    """:func:`header_frames` enumerated: each boundary at least once, so a derandomized
+    run of a few examples meets them all (``st.sampled_from(header_cases())``)."""
+    out: list[bytes] = []
+    tags_cycle = [(), ((0x8100, 0xF000 | 0x123),), ((0x88A8, 0x1FFF), (0x8100, 0xB001)),
+                  ((0x9100, 0x3FFE),)]
+    n = 0
+    for v6 in (False, True):
+        for kind in ("tcp", "udp", "sctp", "icmp", "other"):
+            protos: list[int | None] = ([p for p in _OTHER_PROTOCOLS if not (v6 and p in (44, 51))]
+                                        if kind == "other" else [None])
+            doffs = ([5, 6, 15] + ([] if wellformed else [0, 4])) if kind == "tcp" else [5]
+            for proto in protos:
+                for doff in doffs:
+                    for frag in ("none", "first", "later"):
+                        cuts = ["whole", "exact"]
+                        if frag == "first" or not wellformed:
+                            cuts.append("short")
+                        if not wellformed:  # one byte past the header: where it ends shows
+                            cuts.append("plus1")
+                        for cut in cuts:
+                            n += 1
+                            ihls = [5] if v6 else [5, 6, 15][n % 3:] + [5, 6, 15][:n % 3]
+                            exts = (("hbh", "dst", "rt", "ah")[n % 4],) if v6 and n % 2 else ()
+                            bad = not wellformed and not v6 and n % 3 == 0
+                            out.append(header_frame(tags_cycle[n % 4], v6, kind, proto, doff,
+                                                    frag, cut, exts, ihls[0], bad))
+    if not wellformed:
+        out.append(header_frame((), False, "udp", None, 5, "none", "whole", (), 4, False))
+        out += _walk_edge_frames()
+    return tuple(out)
+
+
+def _walk_edge_frames() -> list[bytes]:
+    """Where the flow dissector's walk stops early (PKT-L4-007, VETH-KF-002/007): ARP and
+    PTP a few bytes long (it ends at the Ethernet header), 802.3 length frames (raw 802.3,
+    LLC, one payload byte), a tag cut off, eight and seventeen in-band tags (past
+    ``VLAN_MAX_DEPTH``, and past ``MAX_FLOW_DISSECT_HDRS`` even with one tag stripped),
+    IPv6 whose first extension or fragment header is cut off and a hop-by-hop jumbogram
+    (payload length 0, PKT-IP6-002)."""
+    eth = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02"))[:12]
+    udp4 = bytes(IP(src="192.0.2.1", dst="198.51.100.7") / UDP(sport=7, dport=9) / b"abcd")
+    v6 = bytes(IPv6(src="2001:db8::1", dst="2001:db8::7", nh=59, plen=0))
+    tag = b"\x81\x00\xa0\x05"
+    jumbo = bytes(IPv6(src="2001:db8::1", dst="2001:db8::7", plen=0)
+                  / IPv6ExtHdrHopByHop() / UDP(sport=7, dport=9) / b"abcd")
+    return [
+        eth + b"\x08\x06" + bytes(4), eth + b"\x88\xf7" + bytes(12),
+        eth + b"\x00\x40" + b"\xff\xff" + bytes(62),
+        eth + b"\x00\x40" + b"\xaa\xaa\x03" + bytes(61),
+        eth + b"\x00\x01" + b"\x00",
+        eth + b"\x81\x00" + b"\xa0",
+        eth + tag * 8 + b"\x08\x00" + udp4, eth + tag * 17 + b"\x08\x00" + udp4,
+        eth + b"\x86\xdd" + v6[:6] + b"\x3c" + v6[7:],  # a destination-options header cut off
+        eth + b"\x86\xdd" + v6[:4] + b"\x00\x04\x2c" + v6[7:] + b"\x11\x00\x00\x00",
+        eth + b"\x86\xdd" + jumbo,
+    ]
+
+
+def header_frame(tags: tuple[tuple[int, int], ...], v6: bool, kind: str, proto: int | None,
+                 doff: int, frag: str, cut: str, exts: tuple[str, ...], ihl: int,
+                 bad_checksum: bool) -> bytes:
+    """One frame of :func:`header_frames`: ``tags`` (TPID, TCI) outermost first; ``kind``
+    tcp/udp/sctp/icmp/other (``proto`` its number); ``frag`` none/first/later; ``cut``:
+    the datagram ends ``whole`` (4 payload bytes after the L4 header), ``exact``ly at the
+    header's end, ``short`` of it by one byte, one byte past it (``plus1``) or after 8
+    bytes of ``payload``."""
+    pkt: Packet = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    for tpid, tci in tags:
+        pkt.lastlayer().type = tpid
+        pkt = pkt / Dot1Q(prio=tci >> 13, dei=(tci >> 12) & 1, vlan=tci & 0xFFF)
+    need = 4 * max(doff, 5) if kind == "tcp" else _L4_NEED.get(kind, 4)
+    body = b"" if kind == "other" and cut == "short" else bytes(range(8))
+    l4: Packet = Raw(bytes(range(16))) if kind == "other" else _l4_layer(kind, v6, max(doff, 5))
+    l3: Packet
+    if v6:
+        l3 = IPv6(src="2001:db8::1", dst="2001:db8::7")
+        chain = [*exts, *(["frag"] if frag != "none" else [])]
+        # scapy fills no AH next header: the number of whatever follows it.
+        after = [*chain[1:], proto if proto is not None else kind]
+        numbers = {"hbh": 0, "dst": 60, "rt": 43, "frag": 44, "ah": 51, "tcp": 6, "udp": 17,
+                   "sctp": 132, "icmp": 58}
+        for ext, nxt in zip(chain, after[:len(chain)], strict=True):
+            l3 = l3 / {"hbh": IPv6ExtHdrHopByHop(), "dst": IPv6ExtHdrDestOpt(),
+                       "rt": IPv6ExtHdrRouting(addresses=[]),
+                       "frag": IPv6ExtHdrFragment(offset=0 if frag == "first" else 3, m=1),
+                       "ah": AH(nh=nxt if isinstance(nxt, int) else numbers[nxt],
+                                payloadlen=4, spi=0x100, seq=1,
+                                icv=b"\0" * 12)}[ext]
+    else:
+        fields: dict[str, Any] = {"src": "192.0.2.1", "dst": "198.51.100.7"}
+        if ihl > 5:
+            fields["options"] = [IPOption_NOP()] * (4 * (ihl - 5))
+        if frag == "first":
+            fields["flags"] = "MF"
+        elif frag == "later":
+            fields["frag"] = 3
+        l3 = IP(**fields)
+    if proto is not None:
+        l3.lastlayer().setfieldval("nh" if v6 else "proto", proto)
+    full = bytes(pkt / l3 / l4 / Raw(body))
+    head = len(bytes(pkt / l3))
+    if not v6 and ihl < 5:  # IHL below 5 (PKT-IP4-002): the header is still 20 bytes
+        full = full[:head - 20] + bytes([0x40 | ihl]) + full[head - 19:]
+    if kind == "tcp" and doff < 5:  # a data offset the parser refuses (PKT-L4-001)
+        full = full[:head + 12] + bytes([doff << 4]) + full[head + 13:]
+    end = {"whole": head + need + (0 if kind == "other" else 4), "payload": len(full),
+           "exact": head + need, "short": head + need - 1, "plus1": head + need + 1}[cut]
+    frame = full[:end]
+    # The IP length fields say where the datagram ends (PKT-IP4-004, PKT-IP6-002).
+    l3_at = len(bytes(pkt))
+    if v6:
+        plen = len(frame) - l3_at - 40
+        return frame[:l3_at + 4] + plen.to_bytes(2, "big") + frame[l3_at + 6:]
+    hdr = bytearray(frame[l3_at:l3_at + 4 * max(ihl, 5)])
+    hdr[2:4] = (len(frame) - l3_at).to_bytes(2, "big")
+    hdr[10:12] = b"\0\0"
+    hdr[10:12] = (_ip_checksum(bytes(hdr)) ^ (0x1234 if bad_checksum else 0)).to_bytes(2, "big")
+    return frame[:l3_at] + bytes(hdr) + frame[l3_at + len(hdr):]
+
+
+def _ip_checksum(header: bytes) -> int:
+    """RFC 1071 over an IPv4 header whose checksum field is zero."""
+    total = sum(int.from_bytes(header[i:i + 2], "big") for i in range(0, len(header), 2))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
