@@ -544,17 +544,29 @@ FAULTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("ZCRX-AREA-003", {"area": {"addr": DEFAULT_AREA_ADDR + 16}}),
     ("ZCRX-AREA-004", {"area": {"dmabuf_fd": 5}}),
     ("ZCRX-AREA-004", {"area": {"addr": 0}}),
-    ("ZCRX-AREA-004", {"area": {"flags": IORING_ZCRX_AREA_DMABUF, "addr": 0, "dmabuf_fd": 5},
+    # io_import_dmabuf: the mapped segments must add up to len (here 64 KiB of 128).
+    ("ZCRX-AREA-004", {"area": {"flags": IORING_ZCRX_AREA_DMABUF, "addr": 0, "dmabuf_fd": 5,
+                                "len": 128 * 1024},
                        "memory": {"chunks": [65536]}}),
     # io_import_dmabuf: a dma-buf area's addr is an offset into the buffer and must be 0.
     ("ZCRX-AREA-004", {"area": {"flags": IORING_ZCRX_AREA_DMABUF, "addr": 4096,
                                 "dmabuf_fd": 5}}),
+    # io_import_dmabuf: a dma-buf is attached to the queue's DMA device; without a
+    # device (ZCRX_REG_NODEV) there is none to attach to.
+    ("ZCRX-AREA-004", {"reg": {"flags": ZCRX_REG_NODEV, "if_idx": 0},
+                       "area": {"flags": IORING_ZCRX_AREA_DMABUF, "addr": 0, "dmabuf_fd": 5}}),
     ("ZCRX-BUFLEN-005", {"reg": {"rx_buf_len": 16384}, "netdev": {"qcfg_rx_page_size": False}}),
     ("ZCRX-QUEUE-001", {"reg": {"if_rxq": 9}}),
     ("ZCRX-QUEUE-001", {"netdev": {"tcp_data_split": False}}),
     ("ZCRX-QUEUE-001", {"netdev": {"xdp_attached": True}}),
+    ("ZCRX-QUEUE-001", {"netdev": {"queue_mgmt_ops": False}}),
+    ("ZCRX-QUEUE-001", {"netdev": {"hds_thresh": 256}}),
     ("ZCRX-QUEUE-001", {"netdev": {"rxq_mp_bound": True}}),
     ("ZCRX-QUEUE-002", {"reg": {"rx_buf_len": 65536}, "netdev": {"qcfg_rx_page_size": True}}),
+    # The driver's own defaults are validated before the provider's override: a default
+    # that is not a power of two, or lies above the driver's maximum, fails there.
+    ("ZCRX-QUEUE-002", {"netdev": {"qcfg_rx_page_size": True, "default_rx_page_size": 12288}}),
+    ("ZCRX-QUEUE-002", {"netdev": {"qcfg_rx_page_size": True, "default_rx_page_size": 65536}}),
     ("ZCRX-QUEUE-003", {"netdev": {"default_rx_page_size": 8192}}),
 )
 
@@ -588,6 +600,8 @@ VETH_FAULTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("ZCRX-REG-009", {"region": {"flags": 2}}),
     ("ZCRX-REG-009", {"region": {"user_addr": USER_REGION_ADDR}}),
     ("ZCRX-REG-009", {"region": {"size": (1 << 43) + 4096}}),
+    # A user region whose end passes 2^64 (check_add_overflow): -EOVERFLOW.
+    ("ZCRX-REG-009", {"region": {"flags": 1, "user_addr": (1 << 64) - 4096, "size": 8192}}),
     ("ZCRX-REG-009", {"region": {"flags": 1, "user_addr": USER_REGION_ADDR}}),
     ("ZCRX-REG-009", {"region": {"flags": 1, "user_addr": USER_REGION_ADDR + 8}}),
     ("ZCRX-REG-010", {"netdev": None, "reg": {"if_idx": 9}}),
@@ -787,6 +801,70 @@ def data_path_scenarios(draw: st.DrawFn) -> Scenario:
         events.append({"op": "shutdown"})
     return Scenario(component="zcrx", config=config, frames=frames_for(payloads),
                     events=tuple(events), rules=("ZCRX-CQE-002", "ZCRX-REFILL-001"))
+
+
+@st.composite
+def held_scenarios(draw: st.DrawFn) -> Scenario:
+    """Niovs an unread skb still holds, and an area that runs dry mid-packet.
+
+    ``held``: a packet spans two niovs; the user reads exactly the first (ZCRX-CQE-005:
+    the call stops at the skb it did not finish) and returns it; the driver drains its
+    pool's cache so the refill is read while the skb still holds the niov (ZCRX-REFILL-004,
+    held); reading the rest frees the skb, whose put is the niov's last, into the pool's
+    ptr_ring (ZCRX-MP-005); the next allocation refills the cache from that ring
+    (ZCRX-MP-002).  Then a receive whose limit ends exactly at an skb's end, and a
+    shutdown with a partly read skb queued, so the scrub leaves a niov that skb still
+    holds (ZCRX-SCRUB-001); ``batch``: the same at the scale of a whole refill batch.
+    ``dry``: packed payload into a few niovs nobody returns, so a
+    packet that already has a frag finds no next buffer and is dropped, its frags given
+    back (ZCRX-SIM-001)."""
+    size = draw(st.sampled_from([0, 8192]))
+    niov = size or 4096
+    events: list[dict[str, Any]]
+    config: dict[str, Any] = {
+        "reg": {"rq_entries": 64, "rx_buf_len": size},
+        "netdev": {"qcfg_rx_page_size": bool(size)},
+        "device": {"placement": "packed", "gro_segs": 1, "linear_payload": 0},
+    }
+    kind = draw(st.sampled_from(["held", "dry", "batch"]))
+    if kind == "batch":
+        # ``held`` at scale: one big GRO skb (BIG TCP-sized) over 70 niovs; the user reads
+        # and returns the first 65, the refill of 64 of them is read while the skb holds
+        # them, so freeing the skb leaves 64 niovs in the ptr_ring, and the next
+        # allocation stops refilling its cache at 64 (ZCRX-MP-002).
+        config["reg"] = {"rq_entries": 128, "rx_buf_len": 0}
+        config["region"] = {"size": 8192}
+        config["netdev"] = {"qcfg_rx_page_size": False}
+        config["area"] = {"len": 128 * 4096}
+        config["device"]["gro_segs"] = 32
+        payloads = [8948] * 32
+        events = [{"op": "rx"}, {"op": "recv", "len": 65 * 4096, "user_data": 1},
+                  {"op": "return", "cqes": list(range(65))}, {"op": "alloc", "n": 200},
+                  {"op": "recv", "len": 0, "user_data": 2},
+                  {"op": "alloc", "n": draw(st.integers(1, 3))}]
+    elif kind == "dry":
+        # Three quarters of a niov and a little more per packet: packets straddle niovs
+        # and never end on a boundary, and twice as many as fit arrive.
+        niovs = draw(st.integers(2, 6))
+        config["area"] = {"len": niovs * niov}
+        payload = niov * 3 // 4 + draw(st.sampled_from([100, 700]))
+        payloads = [payload] * draw(st.integers(2 * niovs, 2 * niovs + 2))
+        events = [{"op": "rx"}, {"op": "recv", "len": 0, "user_data": 3}]
+    else:
+        config["area"] = {"len": draw(st.sampled_from([64, 128])) * niov}
+        tail, exact = draw(st.integers(1, niov - 1)), draw(st.sampled_from([100, 1448]))
+        payloads = [niov + tail, exact, draw(st.sampled_from([1448, 3000]))]
+        events = [{"op": "rx", "frames": [0]}, {"op": "recv", "len": niov, "user_data": 1},
+                  {"op": "return", "cqes": [0]}, {"op": "alloc", "n": 200},
+                  {"op": "recv", "len": 0, "user_data": 2},
+                  {"op": "alloc", "n": draw(st.integers(1, 3))},
+                  {"op": "rx", "frames": [1]}, {"op": "recv", "len": exact, "user_data": 3},
+                  {"op": "rx", "frames": [2]}, {"op": "recv", "len": 500, "user_data": 4}]
+        if draw(st.booleans()):
+            events.append({"op": "return", "new": True})
+    events.append({"op": "shutdown"})
+    return Scenario(component="zcrx", config=config, frames=frames_for(payloads),
+                    events=tuple(events), rules=("ZCRX-MP-005", "ZCRX-SCRUB-001"))
 
 
 @st.composite
