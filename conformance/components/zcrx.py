@@ -869,7 +869,8 @@ def held_scenarios(draw: st.DrawFn) -> Scenario:
 
 @st.composite
 def stream_scenarios(draw: st.DrawFn) -> Scenario:
-    """A bulk stream received and returned in order (ZCRX-SIM-004).
+    """A bulk stream received and returned in order (ZCRX-SIM-004), cut into MSS segments
+    as :func:`~reference.zcrx.scenario.mss_stream` cuts it (the last one may be short).
 
     One stream in three is a backlog: every segment arrives, one skb each, before the
     first receive call, 19..24 skbs, so a call meets the actor's per-call limit on either
@@ -878,7 +879,9 @@ def stream_scenarios(draw: st.DrawFn) -> Scenario:
     backlog = draw(st.integers(0, 2)) == 0
     segs = draw(st.integers(19, 24) if backlog else st.integers(4, 24))
     mss = draw(st.sampled_from([1448, 1460, 4096, 9000 - 52]))
-    payloads = [mss] * segs
+    # A bulk transfer of whole MSS segments, or one whose last segment is short.
+    last = draw(st.sampled_from([mss, mss, 100, 700]))
+    payloads = mss_stream((segs - 1) * mss + last, mss)
     gro = 1 if backlog else draw(st.sampled_from([1, 4]))
     events: list[dict[str, Any]] = []
     for i in range(0, segs, gro):  # one NAPI poll per GRO batch
