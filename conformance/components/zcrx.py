@@ -325,13 +325,15 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     """Blame from the reference's own run: ``register.rc`` on the rule that decided it; a
     refill outcome on the rule of the outcome reached; a field of event ``i`` on the rule
     the reference applied during event ``i`` that decides that field (EVENT_RULES; a
-    copied CQE on the copy rules); the user references on ZCRX-CQE-004 (each zero-copy CQE
-    takes one); the pools' end state on the restart or shutdown that released them; the
-    freelist's end count on the releases and, when some put kept a niov in a pool, on that
-    put too."""
+    copied CQE on the copy rules); a niov's user references on ZCRX-CQE-004 (each zero-copy
+    CQE takes one) and, when copied chunks landed in it, ZCRX-COPY-001; the pools' end
+    state on the restart or shutdown that released them; the freelist's end count on the
+    releases and, when some put kept a niov in a pool, on that put too."""
     engine, results, trace, bounds = traced_events(scenario)
     outcomes = [r.outcome for r in engine.ifq.refills] if engine.ifq is not None else []
     copies = {c.off for c in engine.cqes if c.copy}
+    copy_niovs = {c.niov for c in engine.cqes if c.copy}
+    zc_niovs = {c.niov for c in engine.cqes if not c.copy}
     every = set(trace.rules())
     rx_buf_len = int(scenario.config.get("reg", {}).get("rx_buf_len", 0) or 0)
 
@@ -352,8 +354,18 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
                 return (OUTCOME_RULE[outcomes[i]],)
         if path.startswith("refills[") and path.endswith("].seq"):
             return ("ZCRX-REFILL-001", "ZCRX-REFILL-007")
-        if path.startswith("final.user_refs") and "ZCRX-CQE-004" in every:
-            return ("ZCRX-CQE-004",)
+        if path.startswith("final.user_refs"):
+            # A zero-copy CQE takes a user reference (ZCRX-CQE-004), so does a copied
+            # chunk's CQE (ZCRX-COPY-001): blame whichever gave this niov out.
+            key = path[len("final.user_refs."):]
+            niov = int(key) if key.isdigit() else None
+            by = [rule for rule, given in (("ZCRX-COPY-001", copy_niovs),
+                                           ("ZCRX-CQE-004", zc_niovs))
+                  if niov in given and rule in every]
+            if by:
+                return tuple(by)
+            if "ZCRX-CQE-004" in every:
+                return ("ZCRX-CQE-004",)
         if path == "final.free_count" and "ZCRX-MP-005" in every:
             # The freelist ends with what was released (ZCRX-MP-004) less what the puts
             # kept in a pool's cache or ring instead (ZCRX-MP-005).
