@@ -296,7 +296,8 @@ def _event_rules(result: Mapping[str, Any]) -> list[str]:
 
 
 #: For a field of ``events[i]``: the rules that can decide it, most specific first.  The
-#: first of them the reference applied *during that event* (its trace) is blamed.
+#: first of them the reference applied *during that event* (its trace) is blamed; for a
+#: receive's ``rc`` and ``requeue``, every one it applied (they decide it together).
 EVENT_RULES: dict[str, tuple[str, ...]] = {
     "rc": ("ZCRX-CQE-001", "ZCRX-CQE-003", "ZCRX-COPY-003", "ZCRX-COPY-004", "ZCRX-CQE-005"),
     "requeue": ("ZCRX-CQE-003", "ZCRX-COPY-004", "ZCRX-CQE-005"),
@@ -392,6 +393,10 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
             # and whether it is requeued, is that limit's decision.
             return ("ZCRX-CQE-005",)
         applied = during(ei)
+        if field in ("rc", "requeue"):
+            # What a receive call returns is decided together: each frag's outcome
+            # (CQE-001/-003, COPY-003/-004) and the walk over the queue (CQE-005).
+            return tuple(rule for rule in EVENT_RULES[field] if rule in applied)
         for rule in EVENT_RULES.get(field, ()):
             if rule in applied:
                 return (rule,)
