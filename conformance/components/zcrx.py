@@ -395,7 +395,8 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         applied = during(ei)
         if field in ("rc", "requeue"):
             # What a receive call returns is decided together: each frag's outcome
-            # (CQE-001/-003, COPY-003/-004) and the walk over the queue (CQE-005).
+            # (ZCRX-CQE-001, ZCRX-CQE-003, ZCRX-COPY-003, ZCRX-COPY-004) and the walk
+            # over the queue (ZCRX-CQE-005).
             return tuple(rule for rule in EVENT_RULES[field] if rule in applied)
         for rule in EVENT_RULES.get(field, ()):
             if rule in applied:
