@@ -330,3 +330,25 @@ def test_result_is_frozen() -> None:
     res = register()
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         res.rc = 1  # type: ignore[misc]
+
+
+@pytest.mark.rule("ZCRX-BUFLEN-001", "ZCRX-BUFLEN-006", "ZCRX-QUEUE-002", "ZCRX-REG-003",
+                  "ZCRX-REG-007")
+def test_before_v7_0_the_driver_keeps_its_page_size_and_nothing_is_written_back() -> None:
+    """The pre-v7.0 arms of register_zcrx (the ci run judges 7.3 only): a registration on a
+    device succeeds without a queue config for the provider (the driver keeps its default
+    page size, unvalidated, even with the opt-in) and writes rx_buf_len back as 0; the
+    event descriptor's word is still reserved (-EINVAL)."""
+    from reference.kernel import resolve_kernel
+
+    old = resolve_kernel("6.18")
+    g = IoUringZcrxIfqReg(if_idx=2, if_rxq=0, rq_entries=64)
+    a = IoUringZcrxAreaReg(addr=ADDR, len=MIB)
+    d = IoUringRegionDesc(size=4096)
+    nd = R.NetdevModel(qcfg_rx_page_size=True)
+    res = R.register_zcrx(R.RingCtx(), g, a, d, nd, kernel=old)
+    assert res.rc == 0 and res.reg.rx_buf_len == 0
+    assert res.mp_rx_page_size == 0 and res.driver_rx_page_size == R.PAGE_SIZE
+    res = R.register_zcrx(R.RingCtx(), attrs.evolve(g, event_desc=0x1000), a, d, nd,
+                          kernel=old)
+    assert (res.rc, res.rule) == (-errno.EINVAL, "ZCRX-REG-003")

@@ -296,7 +296,8 @@ def _event_rules(result: Mapping[str, Any]) -> list[str]:
 
 
 #: For a field of ``events[i]``: the rules that can decide it, most specific first.  The
-#: first of them the reference applied *during that event* (its trace) is blamed.
+#: first of them the reference applied *during that event* (its trace) is blamed; for a
+#: receive's ``rc`` and ``requeue``, every one it applied (they decide it together).
 EVENT_RULES: dict[str, tuple[str, ...]] = {
     "rc": ("ZCRX-CQE-001", "ZCRX-CQE-003", "ZCRX-COPY-003", "ZCRX-COPY-004", "ZCRX-CQE-005"),
     "requeue": ("ZCRX-CQE-003", "ZCRX-COPY-004", "ZCRX-CQE-005"),
@@ -325,13 +326,15 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     """Blame from the reference's own run: ``register.rc`` on the rule that decided it; a
     refill outcome on the rule of the outcome reached; a field of event ``i`` on the rule
     the reference applied during event ``i`` that decides that field (EVENT_RULES; a
-    copied CQE on the copy rules); the user references on ZCRX-CQE-004 (each zero-copy CQE
-    takes one); the pools' end state on the restart or shutdown that released them; the
-    freelist's end count on the releases and, when some put kept a niov in a pool, on that
-    put too."""
+    copied CQE on the copy rules); a niov's user references on ZCRX-CQE-004 (each zero-copy
+    CQE takes one) and, when copied chunks landed in it, ZCRX-COPY-001; the pools' end
+    state on the restart or shutdown that released them; the freelist's end count on the
+    releases and, when some put kept a niov in a pool, on that put too."""
     engine, results, trace, bounds = traced_events(scenario)
     outcomes = [r.outcome for r in engine.ifq.refills] if engine.ifq is not None else []
     copies = {c.off for c in engine.cqes if c.copy}
+    copy_niovs = {c.niov for c in engine.cqes if c.copy}
+    zc_niovs = {c.niov for c in engine.cqes if not c.copy}
     every = set(trace.rules())
     rx_buf_len = int(scenario.config.get("reg", {}).get("rx_buf_len", 0) or 0)
 
@@ -352,8 +355,18 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
                 return (OUTCOME_RULE[outcomes[i]],)
         if path.startswith("refills[") and path.endswith("].seq"):
             return ("ZCRX-REFILL-001", "ZCRX-REFILL-007")
-        if path.startswith("final.user_refs") and "ZCRX-CQE-004" in every:
-            return ("ZCRX-CQE-004",)
+        if path.startswith("final.user_refs"):
+            # A zero-copy CQE takes a user reference (ZCRX-CQE-004), so does a copied
+            # chunk's CQE (ZCRX-COPY-001): blame whichever gave this niov out.
+            key = path[len("final.user_refs."):]
+            niov = int(key) if key.isdigit() else None
+            by = [rule for rule, given in (("ZCRX-COPY-001", copy_niovs),
+                                           ("ZCRX-CQE-004", zc_niovs))
+                  if niov in given and rule in every]
+            if by:
+                return tuple(by)
+            if "ZCRX-CQE-004" in every:
+                return ("ZCRX-CQE-004",)
         if path == "final.free_count" and "ZCRX-MP-005" in every:
             # The freelist ends with what was released (ZCRX-MP-004) less what the puts
             # kept in a pool's cache or ring instead (ZCRX-MP-005).
@@ -380,6 +393,11 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
             # and whether it is requeued, is that limit's decision.
             return ("ZCRX-CQE-005",)
         applied = during(ei)
+        if field in ("rc", "requeue"):
+            # What a receive call returns is decided together: each frag's outcome
+            # (ZCRX-CQE-001, ZCRX-CQE-003, ZCRX-COPY-003, ZCRX-COPY-004) and the walk
+            # over the queue (ZCRX-CQE-005).
+            return tuple(rule for rule in EVENT_RULES[field] if rule in applied)
         for rule in EVENT_RULES.get(field, ()):
             if rule in applied:
                 return (rule,)
@@ -544,17 +562,29 @@ FAULTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("ZCRX-AREA-003", {"area": {"addr": DEFAULT_AREA_ADDR + 16}}),
     ("ZCRX-AREA-004", {"area": {"dmabuf_fd": 5}}),
     ("ZCRX-AREA-004", {"area": {"addr": 0}}),
-    ("ZCRX-AREA-004", {"area": {"flags": IORING_ZCRX_AREA_DMABUF, "addr": 0, "dmabuf_fd": 5},
+    # io_import_dmabuf: the mapped segments must add up to len (here 64 KiB of 128).
+    ("ZCRX-AREA-004", {"area": {"flags": IORING_ZCRX_AREA_DMABUF, "addr": 0, "dmabuf_fd": 5,
+                                "len": 128 * 1024},
                        "memory": {"chunks": [65536]}}),
     # io_import_dmabuf: a dma-buf area's addr is an offset into the buffer and must be 0.
     ("ZCRX-AREA-004", {"area": {"flags": IORING_ZCRX_AREA_DMABUF, "addr": 4096,
                                 "dmabuf_fd": 5}}),
+    # io_import_dmabuf: a dma-buf is attached to the queue's DMA device; without a
+    # device (ZCRX_REG_NODEV) there is none to attach to.
+    ("ZCRX-AREA-004", {"reg": {"flags": ZCRX_REG_NODEV, "if_idx": 0},
+                       "area": {"flags": IORING_ZCRX_AREA_DMABUF, "addr": 0, "dmabuf_fd": 5}}),
     ("ZCRX-BUFLEN-005", {"reg": {"rx_buf_len": 16384}, "netdev": {"qcfg_rx_page_size": False}}),
     ("ZCRX-QUEUE-001", {"reg": {"if_rxq": 9}}),
     ("ZCRX-QUEUE-001", {"netdev": {"tcp_data_split": False}}),
     ("ZCRX-QUEUE-001", {"netdev": {"xdp_attached": True}}),
+    ("ZCRX-QUEUE-001", {"netdev": {"queue_mgmt_ops": False}}),
+    ("ZCRX-QUEUE-001", {"netdev": {"hds_thresh": 256}}),
     ("ZCRX-QUEUE-001", {"netdev": {"rxq_mp_bound": True}}),
     ("ZCRX-QUEUE-002", {"reg": {"rx_buf_len": 65536}, "netdev": {"qcfg_rx_page_size": True}}),
+    # The driver's own defaults are validated before the provider's override: a default
+    # that is not a power of two, or lies above the driver's maximum, fails there.
+    ("ZCRX-QUEUE-002", {"netdev": {"qcfg_rx_page_size": True, "default_rx_page_size": 12288}}),
+    ("ZCRX-QUEUE-002", {"netdev": {"qcfg_rx_page_size": True, "default_rx_page_size": 65536}}),
     ("ZCRX-QUEUE-003", {"netdev": {"default_rx_page_size": 8192}}),
 )
 
@@ -588,6 +618,8 @@ VETH_FAULTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("ZCRX-REG-009", {"region": {"flags": 2}}),
     ("ZCRX-REG-009", {"region": {"user_addr": USER_REGION_ADDR}}),
     ("ZCRX-REG-009", {"region": {"size": (1 << 43) + 4096}}),
+    # A user region whose end passes 2^64 (check_add_overflow): -EOVERFLOW.
+    ("ZCRX-REG-009", {"region": {"flags": 1, "user_addr": (1 << 64) - 4096, "size": 8192}}),
     ("ZCRX-REG-009", {"region": {"flags": 1, "user_addr": USER_REGION_ADDR}}),
     ("ZCRX-REG-009", {"region": {"flags": 1, "user_addr": USER_REGION_ADDR + 8}}),
     ("ZCRX-REG-010", {"netdev": None, "reg": {"if_idx": 9}}),
@@ -790,8 +822,73 @@ def data_path_scenarios(draw: st.DrawFn) -> Scenario:
 
 
 @st.composite
+def held_scenarios(draw: st.DrawFn) -> Scenario:
+    """Niovs an unread skb still holds, and an area that runs dry mid-packet.
+
+    ``held``: a packet spans two niovs; the user reads exactly the first (ZCRX-CQE-005:
+    the call stops at the skb it did not finish) and returns it; the driver drains its
+    pool's cache so the refill is read while the skb still holds the niov (ZCRX-REFILL-004,
+    held); reading the rest frees the skb, whose put is the niov's last, into the pool's
+    ptr_ring (ZCRX-MP-005); the next allocation refills the cache from that ring
+    (ZCRX-MP-002).  Then a receive whose limit ends exactly at an skb's end, and a
+    shutdown with a partly read skb queued, so the scrub leaves a niov that skb still
+    holds (ZCRX-SCRUB-001); ``batch``: the same at the scale of a whole refill batch.
+    ``dry``: packed payload into a few niovs nobody returns, so a
+    packet that already has a frag finds no next buffer and is dropped, its frags given
+    back (ZCRX-SIM-001)."""
+    size = draw(st.sampled_from([0, 8192]))
+    niov = size or 4096
+    events: list[dict[str, Any]]
+    config: dict[str, Any] = {
+        "reg": {"rq_entries": 64, "rx_buf_len": size},
+        "netdev": {"qcfg_rx_page_size": bool(size)},
+        "device": {"placement": "packed", "gro_segs": 1, "linear_payload": 0},
+    }
+    kind = draw(st.sampled_from(["held", "dry", "batch"]))
+    if kind == "batch":
+        # ``held`` at scale: one big GRO skb (BIG TCP-sized) over 70 niovs; the user reads
+        # and returns the first 65, the refill of 64 of them is read while the skb holds
+        # them, so freeing the skb leaves 64 niovs in the ptr_ring, and the next
+        # allocation stops refilling its cache at 64 (ZCRX-MP-002).
+        config["reg"] = {"rq_entries": 128, "rx_buf_len": 0}
+        config["region"] = {"size": 8192}
+        config["netdev"] = {"qcfg_rx_page_size": False}
+        config["area"] = {"len": 128 * 4096}
+        config["device"]["gro_segs"] = 32
+        payloads = [8948] * 32
+        events = [{"op": "rx"}, {"op": "recv", "len": 65 * 4096, "user_data": 1},
+                  {"op": "return", "cqes": list(range(65))}, {"op": "alloc", "n": 200},
+                  {"op": "recv", "len": 0, "user_data": 2},
+                  {"op": "alloc", "n": draw(st.integers(1, 3))}]
+    elif kind == "dry":
+        # Three quarters of a niov and a little more per packet: packets straddle niovs
+        # and never end on a boundary, and twice as many as fit arrive.
+        niovs = draw(st.integers(2, 6))
+        config["area"] = {"len": niovs * niov}
+        payload = niov * 3 // 4 + draw(st.sampled_from([100, 700]))
+        payloads = [payload] * draw(st.integers(2 * niovs, 2 * niovs + 2))
+        events = [{"op": "rx"}, {"op": "recv", "len": 0, "user_data": 3}]
+    else:
+        config["area"] = {"len": draw(st.sampled_from([64, 128])) * niov}
+        tail, exact = draw(st.integers(1, niov - 1)), draw(st.sampled_from([100, 1448]))
+        payloads = [niov + tail, exact, draw(st.sampled_from([1448, 3000]))]
+        events = [{"op": "rx", "frames": [0]}, {"op": "recv", "len": niov, "user_data": 1},
+                  {"op": "return", "cqes": [0]}, {"op": "alloc", "n": 200},
+                  {"op": "recv", "len": 0, "user_data": 2},
+                  {"op": "alloc", "n": draw(st.integers(1, 3))},
+                  {"op": "rx", "frames": [1]}, {"op": "recv", "len": exact, "user_data": 3},
+                  {"op": "rx", "frames": [2]}, {"op": "recv", "len": 500, "user_data": 4}]
+        if draw(st.booleans()):
+            events.append({"op": "return", "new": True})
+    events.append({"op": "shutdown"})
+    return Scenario(component="zcrx", config=config, frames=frames_for(payloads),
+                    events=tuple(events), rules=("ZCRX-MP-005", "ZCRX-SCRUB-001"))
+
+
+@st.composite
 def stream_scenarios(draw: st.DrawFn) -> Scenario:
-    """A bulk stream received and returned in order (ZCRX-SIM-004).
+    """A bulk stream received and returned in order (ZCRX-SIM-004), cut into MSS segments
+    as :func:`~reference.zcrx.scenario.mss_stream` cuts it (the last one may be short).
 
     One stream in three is a backlog: every segment arrives, one skb each, before the
     first receive call, 19..24 skbs, so a call meets the actor's per-call limit on either
@@ -800,7 +897,9 @@ def stream_scenarios(draw: st.DrawFn) -> Scenario:
     backlog = draw(st.integers(0, 2)) == 0
     segs = draw(st.integers(19, 24) if backlog else st.integers(4, 24))
     mss = draw(st.sampled_from([1448, 1460, 4096, 9000 - 52]))
-    payloads = [mss] * segs
+    # A bulk transfer of whole MSS segments, or one whose last segment is short.
+    last = draw(st.sampled_from([mss, mss, 100, 700]))
+    payloads = mss_stream((segs - 1) * mss + last, mss)
     gro = 1 if backlog else draw(st.sampled_from([1, 4]))
     events: list[dict[str, Any]] = []
     for i in range(0, segs, gro):  # one NAPI poll per GRO batch

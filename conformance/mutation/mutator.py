@@ -67,6 +67,11 @@ _SELF_CHECKS = frozenset({
     "rss_hash_type_violations", "rss_hash_type_ok",        # kfuncs.py (KFUNC-RSS-002/003)
     "is_valid_rss_hash_type",                              # kfuncs.py (the same judge)
 })
+#: Class attributes that only document a kernel layout beside the code that implements
+#: it (``reference/zcrx/uapi.py``: field, offset, size per struct, compared with the
+#: compiled header by tests/test_zcrx_c_layout.py); nothing the model does reads them, so
+#: every mutant of them is an equivalent by construction.
+_DOC_TABLES = frozenset({"KERNEL_LAYOUT"})
 #: Builtins whose swapped arguments are only a TypeError, or change nothing (min, max).
 _NO_SWAP = frozenset({"isinstance", "issubclass", "getattr", "setattr", "hasattr", "min", "max"})
 
@@ -327,6 +332,9 @@ def _never_mutated(node: ast.AST) -> bool:
                 or node.name.startswith("explain"))
     if isinstance(node, ast.Call):
         return _is_trace_call(node)
+    if isinstance(node, ast.AnnAssign | ast.Assign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return any(isinstance(t, ast.Name) and t.id in _DOC_TABLES for t in targets)
     if isinstance(node, ast.If):
         return _mentions_trace(node.test) or _is_type_checking(node.test)
     return False

@@ -103,6 +103,19 @@ def test_zcrx_data_path_agrees_with_reference(rx_target: TargetSession,
     check(rx_target, scenario, COMPONENT)
 
 
+@pytest.mark.rule("ZCRX-CQE-002", "ZCRX-CQE-004", "ZCRX-CQE-005", "ZCRX-REFILL-001",
+                  "ZCRX-REFILL-004", "ZCRX-MP-002", "ZCRX-MP-003", "ZCRX-MP-004",
+                  "ZCRX-MP-005", "ZCRX-SCRUB-001", "ZCRX-SCRUB-002", "ZCRX-SIM-001",
+                  "ZCRX-SIM-002", "ZCRX-OWN-001")
+@given(scenario=zcrx.held_scenarios())
+def test_zcrx_unread_skb_and_dry_area_agree(rx_target: TargetSession,
+                                            scenario: Scenario) -> None:
+    """A niov an unread skb still holds: its refill is held, the skb's free recycles it
+    into the pool's ptr_ring, the next allocation takes it from there, and the scrub
+    leaves it to the skb; an area that runs dry drops a packet that already had a frag."""
+    check(rx_target, scenario, COMPONENT)
+
+
 def _ownership_problems(obs: dict[str, Any]) -> list[tuple[str, str]]:
     """Ownership as the target reports it, checked without the reference."""
     out: list[tuple[str, str]] = []

@@ -107,7 +107,6 @@ class HdsDevice:
         self.current: Niov | None = None
         self.fill = 0
         self.buffers_used = 0
-        self.dropped = 0
 
     def post(self, n: int) -> int:
         """The driver fills its RX ring with ``n`` more buffers; returns how many it got."""
@@ -148,7 +147,6 @@ class HdsDevice:
                     for f in frags:
                         assert f.niov is not None and f.niov.pp is not None
                         f.niov.pp.put(f.niov, allow_direct=True)
-                    self.dropped += 1
                     emit(self.trace, "ZCRX-SIM-001", "no buffer: packet dropped")
                     return None
                 self.current, self.fill = niov, 0

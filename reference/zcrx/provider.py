@@ -80,8 +80,6 @@ class ZcrxIfq:
         # counters
         self.mp_from_ring = 0
         self.mp_from_freelist = 0
-        self.mp_releases = 0
-        self.scrubbed_refs = 0
 
     @property
     def nr_areas(self) -> int:
@@ -186,7 +184,6 @@ class ZcrxIfq:
         niov.pp = None
         niov.pp_ref_count = 0
         self.area.return_to_freelist(niov)
-        self.mp_releases += 1
         emit(self.trace, "ZCRX-MP-004", "niov released to the freelist", niov=niov.index,
              pool=pool.pool_id)
         return False
@@ -223,6 +220,5 @@ class ZcrxIfq:
                 remaining = niov.pp_ref_count
             if not remaining:
                 self.return_niov(niov)
-        self.scrubbed_refs += taken
         emit(self.trace, "ZCRX-SCRUB-001", f"scrub took back {taken} user references")
         return taken

@@ -108,9 +108,6 @@ class Receiver:
         self.trace = trace
         #: the socket receive queue: [skb, bytes already consumed]
         self.queue: list[list[object]] = []
-        self.copy_cqes = 0
-        self.copy_bytes = 0
-        self.zc_cqes = 0
         self._count = 0
         self._nr_skbs = 0
         self._user_data = 0
@@ -150,8 +147,6 @@ class Receiver:
                 ret = -errno.ENOSPC
                 break
             area.user_refs[niov.index] += 1
-            self.copy_cqes += 1
-            self.copy_bytes += n
             length -= n
             copied += n
         emit(self.trace, "ZCRX-COPY-001", f"copied {copied} bytes", rc=copied or ret)
@@ -178,7 +173,6 @@ class Receiver:
         self.ifq.area.user_refs[niov.index] += 1
         emit(self.trace, "ZCRX-CQE-001", "frag is a niov of this instance", niov=niov.index)
         emit(self.trace, "ZCRX-CQE-004", "pool and user reference taken", niov=niov.index)
-        self.zc_cqes += 1
         emit(self.trace, "ZCRX-CQE-002", "zero-copy CQE", niov=niov.index, len=length)
         return length
 
