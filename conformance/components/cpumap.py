@@ -584,3 +584,10 @@ def map_op_scenarios(draw: st.DrawFn) -> Scenario:
         events += [{"op": "kthread", "n": 8}, {"op": "free", "n": 64}]
     return Scenario(component="cpumap", config=config, events=tuple(events),
                     rules=("CPUMAP-MAP-001", "CPUMAP-MAP-003"))
+
+
+def fixture_scenarios() -> st.SearchStrategy[Scenario]:
+    """What ``rx-oracle fixtures generate`` draws: the traffic scenarios and, one in four,
+    map updates and deletes (:func:`map_op_scenarios`), so the corpus meets
+    CPUMAP-MAP-001 .. 003's refusals as well as its traffic."""
+    return st.one_of(scenarios(), scenarios(), scenarios(), map_op_scenarios())
