@@ -798,6 +798,40 @@ def header_scenarios() -> list[Scenario]:
     return out
 
 
+def tail_and_cut_scenarios() -> list[Scenario]:
+    """Each case of the checksum tail fix-up once (MLX5-CSUM-009: the IP packet ending at an
+    odd or even offset, followed by 1, 8, 9 or 17 bytes of padding: the rotated add, and
+    the fast and slow tail counters), with the same frames behind a stripped and an
+    in-packet tag (MLX5-CSUM-008); and the frames the skb head length is cut short by
+    (PKT-L4-007): an IPv6 header shorter than 40 bytes, a TCP header ending before its
+    data-offset byte; through the non-linear handler, where ``eth_get_headlen`` decides."""
+    frames: list[bytes] = []
+    for tagged in (False, True):
+        eth: Packet = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+        if tagged:
+            eth = eth / Dot1Q(vlan=7, prio=5)
+        for ip in (IP(src="10.0.0.1", dst="10.0.0.2"), IPv6(src="fd00::1", dst="fd00::2")):
+            for payload in (41, 42):
+                packet = bytes(eth / ip / UDP(sport=3, dport=4) / Raw(b"t" * payload))
+                frames += [packet + bytes(range(1, pad + 1)) for pad in (1, 8, 9, 17)]
+    cut = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    frames += [bytes(cut / IPv6(src="fd00::1", dst="fd00::2"))[:14 + 30],
+               bytes(cut / IP(src="10.0.0.1", dst="10.0.0.2") / TCP(sport=1, dport=2))[:14 + 30],
+               bytes(cut / IPv6(src="fd00::1", dst="fd00::2") / TCP(sport=1, dport=2))[:14 + 52]]
+    out = []
+    for vlan_strip in (False, True):
+        config: dict[str, Any] = {
+            "key": MS_KEY.hex(), "indir": [0, 1, 2, 3], "compression": "none",
+            "rq_type": "striding", "log_cq_size": 6, "log_wq_size": 4, "log_num_strides": 6,
+            "mtu": 1500, "vlan_strip": vlan_strip, "budget": 64, "start": 0, "rx_path": True,
+            "rxcsum": True, "rx_linear": False, "csum_full": False,
+            "timestamps": [0] * len(frames),
+        }
+        out.append(Scenario(component="mlx5", config=config, frames=tuple(frames),
+                            rules=("MLX5-CSUM-009", "MLX5-CSUM-008")))
+    return out
+
+
 # --- teaching ------------------------------------------------------------------------------
 
 _L3 = {0: "none", 1: "IPv6", 2: "IPv4"}

@@ -789,4 +789,14 @@ def return_scenarios() -> list[Scenario]:
         per_packet_programs={0: ({"op": "adjust_tail", "delta": fill},
                                  {"op": "return", "action": 3})},
         rules=("XDP-FRAME-005",)))
+    # XDP-ADJ-010: a shrink by exactly the one pfmemalloc frag makes the buffer linear again;
+    # the kernels with the pfmemalloc fix clear XDP_FLAGS_FRAGS_PF_MEMALLOC with
+    # HAS_FRAGS, so the frame the XDP_TX converts carries neither.
+    out.append(Scenario(
+        component="xdp", config={"frag_size": 128, "linear_max": 128, "pfmemalloc": [0],
+                                 "frame_return": "xdp_return_frame"},
+        frames=(bytes(i % 247 for i in range(200)),),
+        program=({"op": "adjust_tail", "delta": -72}, {"op": "get_buff_len"},
+                 {"op": "return", "action": 3}),
+        rules=("XDP-ADJ-010", "XDP-BUFF-006")))
     return out

@@ -61,9 +61,9 @@ def test_xdp_each_queue_setup(rx_target: TargetSession, scenario: Scenario) -> N
 
 @pytest.mark.rule("XDP-FRAME-007", "XDP-MEM-004", "XDP-MEM-003", "XDP-MEM-002",
                   "XDP-FRAME-005", "XDP-FRAME-006", "XDP-BUFF-006", "XDP-FRAME-004",
-                  "XDP-ADJ-001", "XDP-ADJ-009")
+                  "XDP-ADJ-001", "XDP-ADJ-009", "XDP-ADJ-010")
 @pytest.mark.parametrize("scenario", xdp.return_scenarios())
 def test_xdp_each_way_back(rx_target: TargetSession, scenario: Scenario) -> None:
-    """Every frame return on every memory type once, a bulk queue filled past 16, and an
-    XSK frame at the copy-out page's edge."""
+    """Every frame return on every memory type once, a bulk queue filled past 16, an
+    XSK frame at the copy-out page's edge, and a pfmemalloc frag shrunk away."""
     check(rx_target, scenario, COMPONENT)
