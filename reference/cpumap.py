@@ -27,6 +27,7 @@ from reference.page_pool.ptr_ring import PtrRing
 from reference.skb import PageFree, SkBuff, apply_mem_return, xdp_build_skb_from_frame
 from reference.trace import Trace, emit
 from reference.xdp.actions import XdpAction
+from reference.xdp.arch import xdp_semantics
 from reference.xdp.buff import XdpBuff
 from reference.xdp.frame import (
     XdpFrame,
@@ -351,7 +352,8 @@ class CpuMap:
             rxq = XdpRxqInfo(dev=NetDev(frame.dev_rx), mem=XdpMemInfo(type=frame.mem_type))
             xdp = XdpBuff(rxq=rxq)
             xdp_convert_frame_to_buff(frame, xdp)
-            act = run_program(entry.prog, xdp, trace=trace).action
+            act = run_program(entry.prog, xdp, trace=trace,
+                              kernel=xdp_semantics(self.kernel)).action
             reason: str | None = None
             if act == XdpAction.XDP_PASS:
                 if xdp_update_frame_from_buff(xdp, frame, trace=trace) < 0:

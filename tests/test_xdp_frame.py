@@ -236,7 +236,8 @@ def test_xsk_conversion_copies_into_an_order0_page() -> None:
     released: list[MemReturn] = []
     frame = xdp_convert_buff_to_frame(xdp, released=released)
     assert frame is not None and frame.page is not xdp.page and frame.addr == 0
-    assert frame.header() == XdpFrameHeader(data=48, len=100, headroom=0, metasize=8,
+    # headroom = metasize (6.12.117, 7.3.4): back from the frame, the hard start is the page's
+    assert frame.header() == XdpFrameHeader(data=48, len=100, headroom=8, metasize=8,
                                             mem_type=MemType.MEM_TYPE_PAGE_ORDER0,
                                             dev_rx=0, frame_sz=4096, flags=0)
     assert bytes(frame.page.data[40:148]) == bytes(range(108))

@@ -27,6 +27,7 @@ from reference.fec.tx import NAPI_CTX, tx_room, txq_xmit_frame, xdp_get_tx_queue
 from reference.kernel import gate
 from reference.trace import Trace, emit
 from reference.xdp.actions import ACTION_NAMES, XdpAction
+from reference.xdp.arch import xdp_semantics
 from reference.xdp.buff import XdpBuff
 from reference.xdp.frame import xdp_convert_buff_to_frame
 from reference.xdp.program import ProgramRun, run_program
@@ -80,7 +81,8 @@ def run_xdp(fep: Fep, ops: Sequence[Mapping[str, Any]], xdp: XdpBuff, page: pp.P
     """
     rxq = fep.rxq
     len0 = xdp.data_end - xdp.data
-    run = run_program(ops, xdp, metadata_ops=None, trace=trace)
+    run = run_program(ops, xdp, metadata_ops=None, trace=trace,
+                      kernel=xdp_semantics(fep.cfg.kernel))
     act = run.action
     sync = max(xdp.data_end - xdp.data, len0)
     emit(trace, "FEC-XDP-002", "DMA sync length for a recycle is max(len before, after)",

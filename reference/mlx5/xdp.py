@@ -26,6 +26,7 @@ from reference.mlx5.counters import Mlx5eRqStats, Mlx5eXdpsqStats
 from reference.mlx5.kfuncs import MLX5E_XDP_METADATA_OPS
 from reference.trace import Trace, emit
 from reference.xdp.actions import ACTION_NAMES, XdpAction
+from reference.xdp.arch import xdp_semantics
 from reference.xdp.buff import (
     XdpBuff,
     xdp_buff_has_frags,
@@ -194,7 +195,8 @@ def mlx5e_xdp_handle(
     trace: Trace | None = None,
 ) -> XdpOutcome:
     """MLX5-XDP-004..009: run the program on the per-RQ buffer and act on its verdict."""
-    run = run_program(ops, mxbuf, metadata_ops=MLX5E_XDP_METADATA_OPS, ctx=mxbuf, trace=trace)
+    run = run_program(ops, mxbuf, metadata_ops=MLX5E_XDP_METADATA_OPS, ctx=mxbuf, trace=trace,
+                      kernel=xdp_semantics(rq.cfg.kernel))
     act = run.action
     stats: Mlx5eRqStats = rq.stats
     name = ACTION_NAMES.get(act, f"INVALID({act})")

@@ -230,7 +230,9 @@ def _convert_zc_to_xdp_frame(
     start = xdp.data_meta if metasize else xdp.data
     body = arch.sizeof_xdp_frame
     page.data[body : body + totsize] = src.data[start : start + totsize]
-    header = XdpFrameHeader(data=body + metasize, len=totsize - metasize, headroom=0,
+    # The frame's headroom is the metadata: data - headroom - sizeof(xdp_frame) lands on the
+    # page's start, where the header was written (XDP-FRAME-005, XDP-FRAME-006).
+    header = XdpFrameHeader(data=body + metasize, len=totsize - metasize, headroom=metasize,
                             metasize=metasize, mem_type=MemType.MEM_TYPE_PAGE_ORDER0,
                             dev_rx=0, frame_sz=arch.page_size, flags=0)
     page.data[0:body] = header.pack()
