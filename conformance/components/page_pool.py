@@ -872,6 +872,12 @@ LIFECYCLE: tuple[tuple[str, dict[str, Any], tuple[dict[str, Any], ...]], ...] = 
     ("PP-DESTROY-003", {},  # pages in the ring at destroy: scrubbed (refcnt invariant holds)
      ({"op": "alloc"}, {"op": "alloc"}, {**_PUT, "alloc": 0, "softirq": False},
       {**_PUT, "alloc": 1, "softirq": False}, {"op": "destroy"})),
+    ("PP-RECYCLE-011", {},  # fragment_page at its edge nr 1, then 2 split: unref'd to 0
+     ({"op": "alloc"}, {"op": "fragment_page", "alloc": 0, "nr": 1},
+      {"op": "unref_page", "alloc": 0, "nr": 1}, {"op": "put_unrefed", "alloc": 0, "sync": -1},
+      {"op": "alloc"}, {"op": "fragment_page", "alloc": 4, "nr": 2}, {**_PUT, "alloc": 4},
+      {"op": "unref_page", "alloc": 4, "nr": 1},
+      {"op": "put_unrefed", "alloc": 4, "sync": -1, "direct": True})),
 )
 
 #: The rules of :data:`LIFECYCLE`, in order, for the property's marker.
