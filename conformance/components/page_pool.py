@@ -51,8 +51,8 @@ events:  ``{"op": "alloc"}``, ``{"op": "put", "alloc": EVENT_INDEX, "sync": int 
          ``put_unrefed`` names the event whose reference it uses; one naming a failed
          alloc, or a reference already put, does nothing: ``{"rc": -2}``.
 observables: ``create``: ``{"rc": 0}``, or the errno ``page_pool_create`` returned
-         (PP-INIT-009); then no event runs, ``events`` is empty, ``pages`` and
-         ``pp_ref_count`` are empty and the pool-wide fields null.
+         (PP-INIT-009); then no event runs, ``events`` is empty, ``pages``,
+         ``pp_ref_count`` and ``dma_mapped`` are empty and the pool-wide fields null.
          ``events[i]``: alloc → ``{"rc": 0, "page": K}`` where K numbers pages in the
          order the pool first hands them out (0, 1, ...), or ``{"rc": -12}``;
          alloc_frag → also ``offset`` (and ``truesize`` when asked); put → ``{"rc": 0,
@@ -63,6 +63,8 @@ observables: ``create``: ``{"rc": 0}``, or the errno ``page_pool_create`` return
          ethtool ``rx_pp_*`` counters; ``inflight``; ``pages``: K → where page K is at the end
          (``alloc_cache``, ``ptr_ring``, ``in_flight``, ``released``); ``pp_ref_count``:
          K → the page's ``pp_ref_count`` while the pool owns it (null once released);
+         ``dma_mapped``: K → whether ``page_pool_get_dma_addr`` is non-zero while the pool
+         owns the page (null once released; false once unmapped, PP-DMA-004);
          ``dma``: maps, unmaps, syncs for device and the bytes they cover; ``state``;
          ``warnings`` (WARNs the pool hit, and ``page_pool_empty_ring``'s refcount
          ``pr_crit``).
@@ -178,7 +180,8 @@ def _refused(err: int) -> dict[str, Any]:
     """What a target reports when ``page_pool_create`` failed (PP-INIT-009): the errno, and
     no event run (the driver has no pool to run them on)."""
     return {"create": {"rc": err}, "events": [], "stats": None, "inflight": None,
-            "pages": {}, "pp_ref_count": {}, "dma": None, "state": None, "warnings": None}
+            "pages": {}, "pp_ref_count": {}, "dma_mapped": {}, "dma": None, "state": None,
+            "warnings": None}
 
 
 def _run(scenario: Scenario, traces: list[Trace] | None,
@@ -209,16 +212,18 @@ def _run(scenario: Scenario, traces: list[Trace] | None,
     pool.check_conservation()
     where = {}
     refs: dict[str, int | None] = {}
+    mapped: dict[str, bool | None] = {}
     for k, page in enumerate(by_name):
         loc = pool.where(page)
         where[str(k)] = loc.value if loc is not None else "released"
         owned = loc is not None and loc is not pp.Loc.RELEASED
         refs[str(k)] = page.pp_ref_count if owned else None
+        mapped[str(k)] = bool(pp.page_pool_get_dma_addr(page)) if owned else None  # PP-DMA-004
     if pfns is not None:
         pfns.extend(page.pfn for page in by_name)
     return {"create": {"rc": 0},
             "events": events, "stats": ethtool_stats(pool.stats()), "inflight": pool.inflight(),
-            "pages": where, "pp_ref_count": refs,
+            "pages": where, "pp_ref_count": refs, "dma_mapped": mapped,
             "dma": {"maps": dev.maps, "unmaps": dev.unmaps,
                     "syncs_for_device": dev.device_syncs,
                     "sync_bytes_for_device": sum(s.size for s in dev.syncs_for_device)},
@@ -396,6 +401,7 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
       what stopped a sync);
     * a pool-wide field (a counter, the DMA counts, ``inflight``, ``state``,
       ``warnings``): the rules of the events that changed it;
+    * ``dma_mapped.K``: PP-DMA-004 (the one rule that unmaps and clears the address);
     * ``pages.K`` / ``pp_ref_count.K``: the rules of the last event whose trace names
       page K (where it was put, released or handed out);
     * otherwise (a field the reference never changed) the counter's rule, then the
@@ -430,6 +436,8 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
                 return ("PP-DMA-001", *(r for r in applied_here if r in _SYNC_RULES))
             return applied_here
         head, _, key = path.partition(".")
+        if head == "dma_mapped":  # mapped at alloc, unmapped on release or scrub
+            return ("PP-DMA-004",)
         if head in ("pages", "pp_ref_count") and key.isdigit() and int(key) < len(pfns):
             pfn = pfns[int(key)]
             for trace in reversed(traces):
@@ -872,6 +880,12 @@ LIFECYCLE: tuple[tuple[str, dict[str, Any], tuple[dict[str, Any], ...]], ...] = 
     ("PP-DESTROY-003", {},  # pages in the ring at destroy: scrubbed (refcnt invariant holds)
      ({"op": "alloc"}, {"op": "alloc"}, {**_PUT, "alloc": 0, "softirq": False},
       {**_PUT, "alloc": 1, "softirq": False}, {"op": "destroy"})),
+    ("PP-RECYCLE-011", {},  # fragment_page at its edge nr 1, then 2 split: unref'd to 0
+     ({"op": "alloc"}, {"op": "fragment_page", "alloc": 0, "nr": 1},
+      {"op": "unref_page", "alloc": 0, "nr": 1}, {"op": "put_unrefed", "alloc": 0, "sync": -1},
+      {"op": "alloc"}, {"op": "fragment_page", "alloc": 4, "nr": 2}, {**_PUT, "alloc": 4},
+      {"op": "unref_page", "alloc": 4, "nr": 1},
+      {"op": "put_unrefed", "alloc": 4, "sync": -1, "direct": True})),
 )
 
 #: The rules of :data:`LIFECYCLE`, in order, for the property's marker.

@@ -58,7 +58,7 @@ LIFECYCLE_RULES = ("PP-ALLOC-005", "PP-ALLOC-006", "PP-FRAG-004", "PP-FRAG-005",
                    "PP-DESTROY-002", "PP-DESTROY-007", "PP-DESTROY-001", "PP-DESTROY-008",
                    "PP-DESTROY-006",
                    "PP-NUMA-004", "PP-INIT-008", "PP-RECYCLE-003", "PP-INIT-002",
-                   "PP-DESTROY-003")
+                   "PP-DESTROY-003", "PP-RECYCLE-011")
 
 
 @pytest.mark.rule(*LIFECYCLE_RULES)
@@ -69,5 +69,6 @@ def test_page_pool_each_lifecycle_road(rx_target: TargetSession, scenario: Scena
     """Each road of a pool's life the random mix rarely takes, once: DMA mappings that
     fail, fragments with no page or all returned, a destroy that drops the frag bias,
     double destroy and a late XDP user (WARNs), a second user, NAPI moved and disabled
-    before destroy, nid_changed, a system pool, ring pages scrubbed."""
+    before destroy, nid_changed, a system pool, ring pages scrubbed, a page split into
+    one pp reference (the edge of ``page_pool_fragment_page``) and into two, unref'd to 0."""
     check(rx_target, scenario, COMPONENT)
