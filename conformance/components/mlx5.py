@@ -152,6 +152,10 @@ def run(scenario: Scenario, trace: Trace | None = None) -> dict[str, Any]:
     if mlx5_ring.is_write(scenario):
         return mlx5_ring.device_write(scenario, trace)
     cfg = scenario.config
+    if trace is not None:  # MLX5-DEV-001: the device took this configuration
+        device = config_of(scenario)
+        trace.emit("MLX5-DEV-001", "device configuration accepted", mtu=device.mtu,
+                   log_cq_size=device.log_cq_size, log_wq_size=device.log_wq_size)
     if runs_handlers(scenario):
         d = driver_run(scenario, trace)
         cqes = [c for p in d.polls for c in p.cqes]
