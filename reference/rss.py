@@ -433,9 +433,10 @@ def queue_for(hash_value: int, indir: tuple[int, ...], trace: Trace | None = Non
     return indir[index]
 
 
-def rx_queue(info: PacketInfo, config: RssConfig, trace: Trace | None = None) -> int:
-    """The receive ring RSS picks; unhashed packets use hash 0, i.e. entry 0 (RSS-RETA-005)."""
-    result = rss_hash(info, config, trace)
+def rx_queue(result: RssResult | None, config: RssConfig, trace: Trace | None = None) -> int:
+    """The receive ring RSS picks for a packet's :func:`rss_hash` outcome: the table entry
+    of its hash (RSS-RETA-004), or for an unhashed packet entry 0, as if its hash were 0
+    (RSS-RETA-005).  The rss component's answer (its ``queue``) is this function's."""
     if result is None:
         emit(trace, "RSS-RETA-005", "unhashed packet takes indirection entry 0")
         return config.indir[0]

@@ -633,14 +633,14 @@ def test_power_of_two_lookup_is_a_mask_and_matches_selftest(
 @pytest.mark.rule("RSS-RETA-005", "RSS-RETA-004")
 def test_rx_queue() -> None:
     cfg = rss.RssConfig(key=MS_KEY, indir=(3, 1, 2, 0) * 32)
-    assert rss.rx_queue(NON_IP, cfg) == 3  # unhashed: entry 0
+    assert rss.rx_queue(rss.rss_hash(NON_IP, cfg), cfg) == 3  # unhashed: entry 0
     v = IPV4_VECTORS[0]
     tcp = make_info(v.src, v.dst, L4.TCP, v.sport, v.dport)
     # 0x51ccc178 & 127 = 120; entry 120 of (3, 1, 2, 0) * 32 is 120 % 4 = 0 -> ring 3.
-    assert rss.rx_queue(tcp, cfg) == 3
+    assert rss.rx_queue(rss.rss_hash(tcp, cfg), cfg) == 3
     icmp = make_info(v.src, v.dst, L4.ICMP)
     # 0x323e8fc2 & 127 = 0x42 = 66; 66 % 4 = 2 -> ring 2.
-    assert rss.rx_queue(icmp, cfg) == 2
+    assert rss.rx_queue(rss.rss_hash(icmp, cfg), cfg) == 2
 
 
 @pytest.mark.rule("RSS-IN-001", "RSS-IN-004", "RSS-RETA-004", "RSS-RETA-005")
@@ -648,8 +648,9 @@ def test_trace_names_the_rules() -> None:
     cfg = ms_config()
     v = IPV4_VECTORS[0]
     trace = Trace()
-    rss.rx_queue(make_info(v.src, v.dst, L4.TCP, v.sport, v.dport), cfg, trace)
+    tcp = make_info(v.src, v.dst, L4.TCP, v.sport, v.dport)
+    rss.rx_queue(rss.rss_hash(tcp, cfg, trace), cfg, trace)
     assert trace.rules() == ["RSS-IN-001", "RSS-TOEP-001", "RSS-RETA-004"]
     trace = Trace()
-    rss.rx_queue(NON_IP, cfg, trace)
+    rss.rx_queue(rss.rss_hash(NON_IP, cfg, trace), cfg, trace)
     assert trace.rules() == ["RSS-IN-004", "RSS-RETA-005"]

@@ -54,10 +54,7 @@ def expected(scenario: Scenario, trace: Trace | None = None) -> dict[str, Any]:
         result = rss.rss_hash(info, config, trace)
         if result is not None:
             emit(trace, "RSS-TYPE-001", "hash type", hash_type=rss.xdp_rss_hash_type(result))
-            queue = rss.queue_for(result.hash, config.indir, trace)
-        else:
-            emit(trace, "RSS-RETA-005", "unhashed packet takes indirection entry 0")
-            queue = config.indir[0]
+        queue = rss.rx_queue(result, config, trace)  # RSS-RETA-004, RSS-RETA-005
         packets.append({
             "hash": None if result is None else result.hash,
             "hash_type": int(rss.xdp_rss_hash_type(result)),
