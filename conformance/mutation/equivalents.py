@@ -81,7 +81,9 @@ class Equivalent:
 
 def key_of(mutant: Mutant, source: str) -> tuple[str, str, str, str, str, str]:
     """The registry key of ``mutant``, read against its module's ``source``."""
-    code = source.splitlines()[mutant.line - 1].strip()
+    # A mutant read back from an earlier run names its line's text; an older record does
+    # not, and is matched against today's source at its line.
+    code = mutant.code or source.splitlines()[mutant.line - 1].strip()
     return (mutant.path, mutant.function, mutant.operator, mutant.original,
             mutant.replacement, code)
 
