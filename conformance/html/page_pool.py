@@ -101,8 +101,12 @@ def pool_svg(obs: dict[str, Any]) -> str:
         svg.text(114 + 16 * 38 + 40, y + 16, f"{len(names)} page(s)", size=10)
         y += 32
     stats = obs["stats"]
-    svg.text(0, y + 10, ", ".join(f"{k.removeprefix('rx_pp_')}={v}" for k, v in stats.items()
-                                  if v), size=10)
+    if stats is None:  # page_pool_create refused the parameters (PP-INIT-009): no pool
+        rc = (obs.get("create") or {}).get("rc")
+        svg.text(0, y + 10, f"no pool: page_pool_create answered {rc}", size=10)
+    else:
+        svg.text(0, y + 10, ", ".join(f"{k.removeprefix('rx_pp_')}={v}"
+                                      for k, v in stats.items() if v), size=10)
     return svg.markup()
 
 
