@@ -233,7 +233,8 @@ def _run(args: argparse.Namespace, mutants: list[Mutant],
     results = sorted([*kept, *fresh], key=lambda r: order[r.mutant.id])
     report.write_jsonl(args.out / report.RESULTS, results)
     journal.unlink()
-    selection = "all" if args.all else f"sample {args.sample}, seed {args.seed}"
+    selection = (f"the survivors of {args.again}" if args.again is not None
+                 else "all" if args.all else f"sample {args.sample}, seed {args.seed}")
     cpu = sum(r.cpu_seconds for r in results)
     header = (f"{len(results)} mutants ({selection}), -j {args.jobs}: wall time {wall:.0f} s, "
               f"CPU time {cpu:.0f} s")
