@@ -24,8 +24,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 import conformance
 from conformance.mutation.mutator import OPERATORS, Mutant
 
@@ -143,8 +141,9 @@ def _select(args: argparse.Namespace) -> tuple[list[Mutant], dict[str, tuple[str
                          "(add it to conformance/mutation/scope.py TABLE)")
     pool = sampling.candidates(ROOT, modules)
     if args.again is not None:
-        wanted_keys = _survivor_keys(args.again)
-        pool = [m for m in pool if _stable_key(m) in wanted_keys]
+        sources: dict[str, str] = {}
+        wanted_keys = _survivor_keys(args.again, sources)
+        pool = [m for m in pool if _stable_key(m, sources) in wanted_keys]
         args.all = True
     if args.operator:
         pool = [m for m in pool if m.operator in args.operator]
@@ -155,12 +154,17 @@ def _select(args: argparse.Namespace) -> tuple[list[Mutant], dict[str, tuple[str
     return chosen, checked_by
 
 
-def _stable_key(m: Mutant) -> tuple[str, ...]:
-    """What names a mutant across edits of its module (its line number moves)."""
-    return (m.path, m.function, m.operator, m.original, m.replacement, m.code, str(m.col))
+def _stable_key(m: Mutant, sources: dict[str, str]) -> tuple[object, ...]:
+    """What names a mutant across edits of its module (its line number moves): the
+    registry's key (:func:`~conformance.mutation.equivalents.key_of`) and its column."""
+    from conformance.mutation import equivalents
+
+    if m.path not in sources:
+        sources[m.path] = (ROOT / m.path).read_text()
+    return (*equivalents.key_of(m, sources[m.path]), m.col)
 
 
-def _survivor_keys(out: Path) -> set[tuple[str, ...]]:
+def _survivor_keys(out: Path, sources: dict[str, str]) -> set[tuple[object, ...]]:
     from conformance.mutation import report
 
     try:
@@ -170,15 +174,7 @@ def _survivor_keys(out: Path) -> set[tuple[str, ...]]:
     except (ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"--again {out}: {report.RESULTS} is not a results file "
                          f"({type(exc).__name__}: {exc})") from None
-    keys = set()
-    for r in results:
-        m = r.mutant
-        if not r.detected:
-            if not m.code:  # written before mutants carried their line: read it from today's
-                lines = (ROOT / m.path).read_text().splitlines()
-                m = attrs.evolve(m, code=lines[m.line - 1].strip() if m.line <= len(lines) else "")
-            keys.add(_stable_key(m))
-    return keys
+    return {_stable_key(r.mutant, sources) for r in results if not r.detected}
 
 
 def _module_path(text: str, modules: list[str]) -> str:

@@ -45,6 +45,13 @@ def s32(value: int) -> int:
     return value - (1 << 32) if value & 0x80000000 else value
 
 
+def _offset_argument(offset: int, trace: Trace | None) -> int:
+    """A helper's ``int offset`` argument as it reads it (XDP-ADJ-001), told to the trace."""
+    offset = s32(offset)
+    emit(trace, "XDP-ADJ-001", f"the offset argument read as a 32-bit int: {offset}")
+    return offset
+
+
 def _u32(value: int) -> int:
     return value & 0xFFFFFFFF
 
@@ -67,8 +74,7 @@ def bpf_xdp_adjust_head(xdp: XdpBuff, offset: int, *, trace: Trace | None = None
     ``data_end``; otherwise -EINVAL.  The metadata is copied to its new place and
     ``data_meta`` moves by the same offset.
     """
-    offset = s32(offset)
-    emit(trace, "XDP-ADJ-001", f"the offset argument read as a 32-bit int: {offset}")
+    offset = _offset_argument(offset, trace)
     page = xdp._page()
     metalen = xdp_get_metalen(xdp)
     data_start = xdp.data_hard_start + xdp.arch.sizeof_xdp_frame + metalen
@@ -94,8 +100,7 @@ def bpf_xdp_adjust_meta(xdp: XdpBuff, offset: int, *, trace: Trace | None = None
     ``data_meta`` would sit inside the ``xdp_frame`` reserve or above ``data``; -EACCES
     when the resulting length is not a multiple of 4 or exceeds 255.  No bytes move.
     """
-    offset = s32(offset)
-    emit(trace, "XDP-ADJ-001", f"the offset argument read as a 32-bit int: {offset}")
+    offset = _offset_argument(offset, trace)
     frame_end = xdp.data_hard_start + xdp.arch.sizeof_xdp_frame
     meta = xdp.data_meta + offset
     if xdp_data_meta_unsupported(xdp):
@@ -131,8 +136,7 @@ def bpf_xdp_adjust_tail(
     paths instead (XDP-ADJ-007 .. XDP-ADJ-010).  The v6.18 grow path's WARN_ONCE on a
     negative tailroom is reported in ``warns`` (XDP-ADJ-008).
     """
-    offset = s32(offset)
-    emit(trace, "XDP-ADJ-001", f"the offset argument read as a 32-bit int: {offset}")
+    offset = _offset_argument(offset, trace)
     if xdp_buff_has_frags(xdp):
         emit(trace, "XDP-ADJ-007", "multi-buffer packet: frags path", offset=offset)
         if offset < 0:
