@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.mutation import gates, sampling
+from conformance.mutation import gates, runner, sampling
 from conformance.mutation.mutator import Mutant
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +33,23 @@ def test_a_moved_backport_is_judged_where_it_moved() -> None:
     assert all(v.startswith("6.12.") for v in versions)
 
 
-def test_other_modules_are_judged_at_the_default_kernel() -> None:
+def test_other_modules_are_judged_at_every_tree_newest_first_unless_equivalent() -> None:
     m = Mutant(path="reference/rss.py", line=1, col=0, end_line=1, end_col=1,
                operator="int", original="1", replacement="(2)")
-    assert gates.kernels_for(m, ROOT) == ()
+    assert gates.kernels_for(m, ROOT) == ("7.3.4", "6.18.44", "6.12.117")
+    assert gates.kernels_for(m, ROOT, equivalent=True) == ()
+
+
+def test_a_refusal_only_older_trees_make_is_killed_at_an_older_tree() -> None:
+    """KFUNC-ATTACH-004: 6.17 and older check a new program in dev_xdp_attach(), before
+    the ndo_bpf check; 6.18.44 takes that arm (reference/kernel.py), 7.3.4 does not. The
+    mutant dropping the early check therefore passes at the default kernel, and the
+    runner goes on to 6.18.44, where the suite fails it."""
+    m = next(m for m in sampling.candidates(ROOT, ["reference/kfuncs.py"])
+             if m.operator == "stmt" and m.function == "BpfDevices.dev_xdp_attach"
+             and m.code == "refusal = self._new_prog_refusal(dev, prog, mode)"
+             and m.description.startswith("if body"))
+    result = runner.run_mutant(m, ("kfunc",), root=ROOT, kernels=("7.3.4", "6.18.44"))
+    assert result.outcome == runner.KILLED
+    assert result.kernels == ("7.3.4", "6.18.44")  # the default run let it through
+    assert "KFUNC-ATTACH-004" in result.failed_rules

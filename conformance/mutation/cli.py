@@ -66,7 +66,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     m.add_argument("--out", type=Path, default=Path("mutation-out"), metavar="DIR",
                    help="where results.jsonl and summary.md go (default mutation-out)")
     m.add_argument("--mutant-timeout", type=float, default=180.0, metavar="SECONDS",
-                   help="wall-clock limit per mutant (default 180)")
+                   help="wall-clock limit per run of the suite against a mutant, one run per "
+                        "kernel it is judged at (default 180)")
     m.add_argument("--request-timeout", type=float, default=5.0, metavar="SECONDS",
                    help="limit per request to a mutant target (default 5)")
     m.add_argument("--shrink", action="store_true",

@@ -1,13 +1,22 @@
-"""At which kernel versions to judge a mutant of the version gates (``reference/kernel.py``).
+"""At which kernel versions to judge a mutant.
 
-The ci run judges the default kernel only, so a gate mutant (a stable backport moved by
-one sublevel, a mainline release swapped) shows only at the versions where the mutated
-gate table and the pristine one disagree. This module finds them: it loads both tables,
-asks every gate of both at candidate versions of each supported series (every sublevel a
-gate names, one before it, 0, and the tree's own), and returns the versions where some
-gate answers differently. A mutant that changes no gate's answer at any candidate (the
-parser, a description) is judged at each supported tree. Passing a full version such as
-``6.12.62`` to ``--kernel`` is how a user names a stable release (KVER-001).
+The ci run judges the default kernel only, so a mutant of the version gates
+(``reference/kernel.py``: a stable backport moved by one sublevel, a mainline release
+swapped) shows only at the versions where the mutated gate table and the pristine one
+disagree. This module finds them: it loads both tables, asks every gate of both at
+candidate versions of each supported series (every sublevel a gate names, one before it,
+0, and the tree's own), and returns the versions where some gate answers differently. A
+mutant that changes no gate's answer at any candidate (the parser, a description) is
+judged at each supported tree. Passing a full version such as ``6.12.62`` to
+``--kernel`` is how a user names a stable release (KVER-001).
+
+Any other mutant is judged at the default kernel first and, if it survives there, at
+each older supported tree in turn (the runner stops at the first run that detects it):
+code behind a gate, such as the attach-time checks that 6.17 and older make
+(KFUNC-ATTACH-004), runs only at the trees the gate opens, and a survivor of the default
+kernel alone is not yet a gap. A mutant already judged equivalent
+(:mod:`conformance.mutation.equivalents`) is judged at the default kernel only, so the
+extra runs cost only the survivors nobody has judged yet.
 """
 
 from __future__ import annotations
@@ -75,16 +84,19 @@ def version_tuple(version: Any) -> tuple[int, int, int]:
     return (version.major, version.minor, version.sublevel)
 
 
-def kernels_for(mutant: Mutant, root: Path) -> tuple[str, ...]:
-    """The ``--kernel`` versions to judge ``mutant`` at: () (the default kernel) unless it
-    mutates the gate table; else where the tables disagree, or every supported tree."""
-    if mutant.path != GATED:
-        return ()
+def kernels_for(mutant: Mutant, root: Path, *, equivalent: bool = False) -> tuple[str, ...]:
+    """The ``--kernel`` versions to judge ``mutant`` at, in order (() is the default
+    kernel alone): for a mutant of the gate table, where the tables disagree, or every
+    supported tree; for any other, every supported tree from the newest (the default)
+    down, or the default alone when it is judged ``equivalent`` already."""
     source = (root / GATED).read_text()
-    pristine, mutated = _load(source), _load(mutant.apply(source))
+    pristine = _load(source)
     if pristine is None:  # pragma: no cover - the repository's own kernel.py loads
         raise RuntimeError(f"{GATED} does not load")
     everywhere = tuple(str(v) for _, v in sorted(pristine.SUPPORTED.items()))
+    if mutant.path != GATED:
+        return () if equivalent else tuple(reversed(everywhere))
+    mutated = _load(mutant.apply(source))
     if mutated is None:
         return everywhere
     differ = []

@@ -99,6 +99,8 @@ def summary(
             if lines_run is not None and m.stmt_line not in lines_run \
                     and not lines_run.intersection(range(m.line, m.end_line + 1)):
                 reach = "; **not executed by the ci run**"
+            if len(r.kernels) > 1:
+                reach += f"; judged at {', '.join(r.kernels)}"
             lines.append(f"- `{m.path}:{m.line}` {m.operator} in `{m.function or '<module>'}`: "
                          f"`{m.description}` (checked by {', '.join(r.components)}{reach})"
                          + (f": **equivalent**: {equivalent[m.id].reason}"

@@ -43,7 +43,7 @@ from typing import Any
 
 import attrs
 
-from conformance.mutation import gates
+from conformance.mutation import equivalents, gates
 from conformance.mutation.mutator import Mutant
 
 KILLED, CRASHED, TIMED_OUT, SURVIVED = "killed", "killed by crash", "timed out", "survived"
@@ -55,7 +55,8 @@ _HANG = "no answer within"
 
 @attrs.frozen
 class Limits:
-    """Wall-clock limits (the whole mutant, each request to its target) and shrinking.
+    """Wall-clock limits (each run of the suite against a mutant, one per kernel it is
+    judged at; each request to its target) and shrinking.
 
     Shrinking is off by default (see :mod:`conformance.mutation.suite`).
     """
@@ -82,6 +83,9 @@ class MutantResult:
     detail: str = ""
     #: CPU time of the suite and its target processes: the load-independent cost.
     cpu_seconds: float = 0.0
+    #: The ``--kernel`` versions the suite ran at, in order (the last one decided); ()
+    #: when it ran once, at the default kernel.
+    kernels: tuple[str, ...] = ()
 
     @property
     def detected(self) -> bool:
@@ -93,7 +97,7 @@ class MutantResult:
             "outcome": self.outcome, "exit_code": self.exit_code,
             "seconds": round(self.seconds, 2), "failed_rules": list(self.failed_rules),
             "under_own_rule": self.under_own_rule, "detail": self.detail,
-            "cpu_seconds": round(self.cpu_seconds, 2),
+            "cpu_seconds": round(self.cpu_seconds, 2), "kernels": list(self.kernels),
         }
 
     @classmethod
@@ -103,6 +107,7 @@ class MutantResult:
             outcome=doc["outcome"], exit_code=doc["exit_code"], seconds=doc["seconds"],
             failed_rules=tuple(doc["failed_rules"]), under_own_rule=doc["under_own_rule"],
             detail=doc["detail"], cpu_seconds=doc.get("cpu_seconds", 0.0),
+            kernels=tuple(doc.get("kernels", ())),
         )
 
 
@@ -151,20 +156,22 @@ def run_mutant(
         mutated.write_text(mutant.apply(source))
         start = time.monotonic()
         cpu = 0.0
+        ran: list[str] = []
         for kernel in (kernels or (None,)):
             report = tmp / "report.json"
             report.unlink(missing_ok=True)
             argv = suite_argv(python, mutant_dir, root, components, report, limits, kernel)
             env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
-            left = max(limits.mutant - (time.monotonic() - start), 1.0)
-            code, stderr, spent = _run(argv, cwd=tmp, env=env, limit=left)
+            code, stderr, spent = _run(argv, cwd=tmp, env=env, limit=limits.mutant)
             cpu += spent
             failed = _failed_rules(report)
+            if kernel is not None:
+                ran.append(kernel)
             if code != 0:
                 break
         seconds = time.monotonic() - start
     result = classify(mutant, tuple(components), code, stderr, failed, seconds)
-    return attrs.evolve(result, cpu_seconds=cpu)
+    return attrs.evolve(result, cpu_seconds=cpu, kernels=tuple(ran))
 
 
 def classify(
@@ -195,12 +202,18 @@ def run_all(
     limits: Limits = Limits(),
     on_result: Callable[[MutantResult], None] | None = None,
 ) -> list[MutantResult]:
-    """Run every (mutant, components) pair, ``jobs`` at a time; results in input order."""
+    """Run every (mutant, components) pair, ``jobs`` at a time; results in input order.
+
+    Each is judged at the kernels :func:`gates.kernels_for` gives (a survivor of the
+    default kernel runs again at the older supported trees, unless it is registered as
+    equivalent)."""
     items = list(work)
+    settled = equivalents.judge((m for m, _ in items), root)
     results: list[MutantResult | None] = [None] * len(items)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(run_mutant, m, c, root=root, limits=limits,
-                               kernels=gates.kernels_for(m, root)): i
+                               kernels=gates.kernels_for(m, root,
+                                                         equivalent=m.id in settled)): i
                    for i, (m, c) in enumerate(items)}
         for future in as_completed(futures):
             result = future.result()
