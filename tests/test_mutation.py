@@ -15,6 +15,7 @@ import ast
 import hashlib
 import importlib
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -349,3 +350,22 @@ def test_reach_reads_coverage_json_per_module() -> None:
     text = reach.table(modules)
     assert "| reference/rss.py | 10 | 2 | 80% | 4 | 1 | 75% | 79% |" in text
     assert "| **all** | 14 | 2 | 86% | 4 | 1 | 75% | 83% |" in text
+
+
+def test_first_failure_stops_the_suite_at_its_first_failing_property(tmp_path: Path) -> None:
+    """RSS-RETA-004: a port taking the queue from the hash's high bits fails the same rule
+    either way; with --first-failure the properties after the failing one are not run."""
+    from conformance.mutation import suite
+
+    verdicts = {}
+    for flag in ([], ["--first-failure"]):
+        out = tmp_path / f"report{len(flag)}.json"
+        code = suite.main([*flag, "--target", "python:tests.wrong_targets:RssQueueFromHighBits",
+                           "--driver", "rss", "--report", str(out)])
+        assert code == 1
+        rules = json.loads(out.read_text())["rules"]
+        verdicts[bool(flag)] = {r["rule"]: r["verdict"] for r in rules}
+    for whole_run, failed in verdicts.items():
+        assert [r for r, v in failed.items() if v == "fail"] == ["RSS-RETA-004"], whole_run
+    passed = {flag: sum(v == "pass" for v in got.values()) for flag, got in verdicts.items()}
+    assert passed[True] < passed[False]

@@ -72,6 +72,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="limit per request to a mutant target (default 5)")
     m.add_argument("--shrink", action="store_true",
                    help="let hypothesis shrink failures (slower; sharper rule attribution)")
+    m.add_argument("--first-failure", action="store_true",
+                   help="stop each suite run at its first failing property (a full run in "
+                        "about 4/5 of the time; kills under own rule then count only that "
+                        "property's rules)")
     m.add_argument("--again", type=Path, metavar="DIR",
                    help="run the current mutants matching DIR/results.jsonl's survivors "
                         "(by module, function, operator and text: line numbers move)")
@@ -197,7 +201,8 @@ def _run(args: argparse.Namespace, mutants: list[Mutant],
     from conformance.mutation import report, runner
 
     limits = runner.Limits(mutant=args.mutant_timeout, request=args.request_timeout,
-                           shrink=args.shrink)
+                           shrink=args.shrink,
+                           first_failure=args.first_failure)
     try:
         args.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -232,6 +237,8 @@ def _run(args: argparse.Namespace, mutants: list[Mutant],
     journal.unlink()
     selection = (f"the survivors of {args.again}" if args.again is not None
                  else "all" if args.all else f"sample {args.sample}, seed {args.seed}")
+    if args.first_failure:
+        selection += "; each run up to its first failing property"
     cpu = sum(r.cpu_seconds for r in results)
     header = (f"{len(results)} mutants ({selection}), -j {args.jobs}: wall time {wall:.0f} s, "
               f"CPU time {cpu:.0f} s")

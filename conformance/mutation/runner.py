@@ -64,6 +64,8 @@ class Limits:
     mutant: float = 180.0
     request: float = 5.0
     shrink: bool = False
+    #: Stop each suite run at its first failing property (:mod:`conformance.mutation.suite`).
+    first_failure: bool = False
 
 
 @attrs.frozen
@@ -120,6 +122,7 @@ def suite_argv(
     serve = ["env", f"PYTHONPATH={mutant_dir}{os.pathsep}{root}", "PYTHONDONTWRITEBYTECODE=1",
              python, "-m", "conformance.cli", "serve", "--target", "reference"]
     argv = [python, "-m", "conformance.mutation.suite", *(["--shrink"] if limits.shrink else []),
+            *(["--first-failure"] if limits.first_failure else []),
             "--target", "exec:" + shlex.join(serve),
             "--timeout", f"{limits.request:g}", "--report", str(report)]
     for component in components:
