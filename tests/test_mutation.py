@@ -18,6 +18,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import attrs
 import pytest
 
 from conformance import cli
@@ -369,3 +370,30 @@ def test_first_failure_stops_the_suite_at_its_first_failing_property(tmp_path: P
         assert [r for r, v in failed.items() if v == "fail"] == ["RSS-RETA-004"], whole_run
     passed = {flag: sum(v == "pass" for v in got.values()) for flag, got in verdicts.items()}
     assert passed[True] < passed[False]
+
+
+def test_older_trees_judge_only_survivors_the_default_kernel_never_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a coverage report of today's sources, a mutant whose line the default
+    kernel's ci run executed is judged there alone; one on a line it never ran is judged
+    at every supported tree (gates.kernels_for); a stale report is not used."""
+    ran = next(m for m in sampling.candidates(ROOT, ["reference/rss.py"]) if m.line > 1)
+    idle = attrs.evolve(ran, line=ran.line + 1, end_line=ran.end_line + 1, stmt_line=ran.line + 1)
+    (tmp_path / reach.COVERAGE).write_text(json.dumps({"files": {
+        str(ROOT / ran.path): {"executed_lines": [ran.stmt_line]}}}))
+    (tmp_path / reach.DIGEST).write_text(reach.source_digest(ROOT) + "\n")
+    executed = reach.fresh_executed_lines(tmp_path, ROOT)
+    assert executed == {ran.path: frozenset({ran.stmt_line})}
+    seen: dict[int, tuple[str, ...]] = {}
+
+    def fake_run(mutant: Mutant, components: tuple[str, ...], *, kernels: tuple[str, ...],
+                 **_: object) -> runner.MutantResult:
+        seen[mutant.line] = kernels
+        return runner.classify(mutant, components, 0, "", (), 0.1)
+
+    monkeypatch.setattr(runner, "run_mutant", fake_run)
+    runner.run_all([(ran, ("rss",)), (idle, ("rss",))], root=ROOT, jobs=1, executed=executed)
+    assert seen == {ran.line: (), idle.line: ("7.3.4", "6.18.44", "6.12.117")}
+    (tmp_path / reach.DIGEST).write_text("0" * 64 + "\n")
+    assert reach.fresh_executed_lines(tmp_path, ROOT) is None

@@ -33,11 +33,11 @@ def test_a_moved_backport_is_judged_where_it_moved() -> None:
     assert all(v.startswith("6.12.") for v in versions)
 
 
-def test_other_modules_are_judged_at_every_tree_newest_first_unless_equivalent() -> None:
+def test_other_modules_are_judged_at_every_tree_newest_first_unless_told_not_to() -> None:
     m = Mutant(path="reference/rss.py", line=1, col=0, end_line=1, end_col=1,
                operator="int", original="1", replacement="(2)")
     assert gates.kernels_for(m, ROOT) == ("7.3.4", "6.18.44", "6.12.117")
-    assert gates.kernels_for(m, ROOT, equivalent=True) == ()
+    assert gates.kernels_for(m, ROOT, default_only=True) == ()
 
 
 def test_a_refusal_only_older_trees_make_is_killed_at_an_older_tree() -> None:

@@ -198,7 +198,7 @@ def _module_path(text: str, modules: list[str]) -> str:
 
 def _run(args: argparse.Namespace, mutants: list[Mutant],
          checked_by: dict[str, tuple[str, ...]]) -> int:
-    from conformance.mutation import report, runner
+    from conformance.mutation import reach, report, runner
 
     limits = runner.Limits(mutant=args.mutant_timeout, request=args.request_timeout,
                            shrink=args.shrink,
@@ -215,6 +215,11 @@ def _run(args: argparse.Namespace, mutants: list[Mutant],
         print(f"resuming: {len(kept)} results kept, {len(todo)} mutants to run",
               file=sys.stderr, flush=True)
     done = len(kept)
+    executed = reach.fresh_executed_lines(args.out, ROOT)
+    older = ("survivors on lines the default kernel's ci run never executes "
+             f"({args.out / reach.COVERAGE})" if executed is not None
+             else "every survivor not judged equivalent")
+    print(f"judged again at the older supported trees: {older}", file=sys.stderr, flush=True)
     start = time.monotonic()
 
     with journal.open("a" if args.resume else "w") as log:
@@ -229,7 +234,8 @@ def _run(args: argparse.Namespace, mutants: list[Mutant],
                   file=sys.stderr, flush=True)
 
         fresh = runner.run_all(((m, checked_by[m.path]) for m in todo), root=ROOT,
-                               jobs=args.jobs, limits=limits, on_result=progress)
+                               jobs=args.jobs, limits=limits, on_result=progress,
+                               executed=executed)
     wall = time.monotonic() - start
     order = {m.id: i for i, m in enumerate(mutants)}
     results = sorted([*kept, *fresh], key=lambda r: order[r.mutant.id])
@@ -239,6 +245,7 @@ def _run(args: argparse.Namespace, mutants: list[Mutant],
                  else "all" if args.all else f"sample {args.sample}, seed {args.seed}")
     if args.first_failure:
         selection += "; each run up to its first failing property"
+    selection += f"; at the older trees: {older}"
     cpu = sum(r.cpu_seconds for r in results)
     header = (f"{len(results)} mutants ({selection}), -j {args.jobs}: wall time {wall:.0f} s, "
               f"CPU time {cpu:.0f} s")
@@ -280,8 +287,7 @@ def _write_summary(out: Path, results: list[MutantResult], header: str) -> int:
     """summary.md from ``results``, with reach and the equivalence judgements if known."""
     from conformance.mutation import equivalents, reach, report
 
-    coverage = out / "coverage.json"  # left there by an earlier --coverage run
-    executed = reach.executed_lines(coverage, ROOT) if coverage.exists() else None
+    executed = reach.fresh_executed_lines(out, ROOT)  # an earlier --coverage run's
     try:
         judged = equivalents.judge((r.mutant for r in results), ROOT)
     except equivalents.RegistryError as exc:

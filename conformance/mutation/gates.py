@@ -15,8 +15,10 @@ each older supported tree in turn (the runner stops at the first run that detect
 code behind a gate, such as the attach-time checks that 6.17 and older make
 (KFUNC-ATTACH-004), runs only at the trees the gate opens, and a survivor of the default
 kernel alone is not yet a gap. A mutant already judged equivalent
-(:mod:`conformance.mutation.equivalents`) is judged at the default kernel only, so the
-extra runs cost only the survivors nobody has judged yet.
+(:mod:`conformance.mutation.equivalents`) is judged at the default kernel only, and so is
+one whose line the default kernel's ci run executes, when a coverage report of today's
+sources says so (``rx-oracle mutate --coverage`` into the same ``--out``): the extra runs
+cost only the survivors nobody has judged yet whose code the default kernel never runs.
 """
 
 from __future__ import annotations
@@ -84,18 +86,19 @@ def version_tuple(version: Any) -> tuple[int, int, int]:
     return (version.major, version.minor, version.sublevel)
 
 
-def kernels_for(mutant: Mutant, root: Path, *, equivalent: bool = False) -> tuple[str, ...]:
+def kernels_for(mutant: Mutant, root: Path, *, default_only: bool = False) -> tuple[str, ...]:
     """The ``--kernel`` versions to judge ``mutant`` at, in order (() is the default
     kernel alone): for a mutant of the gate table, where the tables disagree, or every
     supported tree; for any other, every supported tree from the newest (the default)
-    down, or the default alone when it is judged ``equivalent`` already."""
+    down, or the default alone when the caller says so (``default_only``: a mutant judged
+    equivalent already, or one whose line the default kernel's run executes)."""
     source = (root / GATED).read_text()
     pristine = _load(source)
     if pristine is None:  # pragma: no cover - the repository's own kernel.py loads
         raise RuntimeError(f"{GATED} does not load")
     everywhere = tuple(str(v) for _, v in sorted(pristine.SUPPORTED.items()))
     if mutant.path != GATED:
-        return () if equivalent else tuple(reversed(everywhere))
+        return () if default_only else tuple(reversed(everywhere))
     mutated = _load(mutant.apply(source))
     if mutated is None:
         return everywhere

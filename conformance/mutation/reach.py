@@ -18,17 +18,22 @@ Needs ``coverage`` (in the ``dev`` extra).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from conformance.mutation.mutator import Mutant
+
 ROOT = Path(__file__).resolve().parents[2]
+#: In ``--out``: coverage's JSON report of the ci run, and the digest of the sources it ran.
+COVERAGE, DIGEST = "coverage.json", "coverage.sources"
 
 
 @attrs.frozen
@@ -70,10 +75,37 @@ def measure(out: Path, *, root: Path = ROOT, python: str = sys.executable) -> li
     if proc.returncode not in (0, 1):  # 1: some rule failed, coverage is still meaningful
         tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
         raise RuntimeError(f"the suite under coverage exited {proc.returncode}: {tail}")
-    report = (out / "coverage.json").resolve()
+    report = (out / COVERAGE).resolve()
     subprocess.run([python, "-m", "coverage", "json", f"--data-file={data}", "-o", str(report),
                     "-q"], cwd=root, env=env, check=True, stdout=subprocess.DEVNULL)
+    (out / DIGEST).write_text(source_digest(root) + "\n")
     return parse(json.loads(report.read_text()), root)
+
+
+def source_digest(root: Path = ROOT) -> str:
+    """A digest of every module of ``reference/``: line numbers in a coverage report hold
+    for the sources it was measured on, and no others."""
+    h = hashlib.sha256()
+    for path in sorted((root / "reference").rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def fresh_executed_lines(out: Path, root: Path = ROOT) -> dict[str, frozenset[int]] | None:
+    """The executed lines of ``out``'s coverage report if it was measured on today's
+    ``reference/`` (its digest matches), else None."""
+    digest = out / DIGEST
+    if not (out / COVERAGE).exists() or not digest.exists() \
+            or digest.read_text().strip() != source_digest(root):
+        return None
+    return executed_lines(out / COVERAGE, root)
+
+
+def never_executed(mutant: Mutant, executed: Mapping[str, frozenset[int]]) -> bool:
+    """No line of ``mutant``'s statement ran in the measured run."""
+    lines_run = executed.get(mutant.path, frozenset())
+    return mutant.stmt_line not in lines_run \
+        and not lines_run.intersection(range(mutant.line, mutant.end_line + 1))
 
 
 def parse(doc: dict[str, Any], root: Path) -> list[ModuleReach]:

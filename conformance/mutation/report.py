@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from conformance.mutation.equivalents import Equivalent
+from conformance.mutation.reach import never_executed
 from conformance.mutation.runner import CRASHED, KILLED, SURVIVED, TIMED_OUT, MutantResult
 
 RESULTS = "results.jsonl"
@@ -95,9 +96,7 @@ def summary(
         for r in sorted(survivors, key=lambda r: (r.mutant.path, r.mutant.line)):
             m = r.mutant
             reach = ""
-            lines_run = executed.get(m.path, frozenset()) if executed is not None else None
-            if lines_run is not None and m.stmt_line not in lines_run \
-                    and not lines_run.intersection(range(m.line, m.end_line + 1)):
+            if executed is not None and never_executed(m, executed):
                 reach = "; **not executed by the ci run**"
             if len(r.kernels) > 1:
                 reach += f"; judged at {', '.join(r.kernels)}"

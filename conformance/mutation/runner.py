@@ -36,7 +36,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ import attrs
 
 from conformance.mutation import equivalents, gates
 from conformance.mutation.mutator import Mutant
+from conformance.mutation.reach import never_executed
 
 KILLED, CRASHED, TIMED_OUT, SURVIVED = "killed", "killed by crash", "timed out", "survived"
 OUTCOMES = (KILLED, CRASHED, TIMED_OUT, SURVIVED)
@@ -204,19 +205,24 @@ def run_all(
     jobs: int = 2,
     limits: Limits = Limits(),
     on_result: Callable[[MutantResult], None] | None = None,
+    executed: Mapping[str, frozenset[int]] | None = None,
 ) -> list[MutantResult]:
     """Run every (mutant, components) pair, ``jobs`` at a time; results in input order.
 
-    Each is judged at the kernels :func:`gates.kernels_for` gives (a survivor of the
+    Each is judged at the kernels :func:`gates.kernels_for` gives: a survivor of the
     default kernel runs again at the older supported trees, unless it is registered as
-    equivalent)."""
+    equivalent or, given ``executed`` (the lines the default kernel's ci run executes, per
+    module), its line ran there (then the default kernel has judged it already)."""
     items = list(work)
     settled = equivalents.judge((m for m, _ in items), root)
+
+    def default_only(m: Mutant) -> bool:
+        return m.id in settled or (executed is not None and not never_executed(m, executed))
+
     results: list[MutantResult | None] = [None] * len(items)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(run_mutant, m, c, root=root, limits=limits,
-                               kernels=gates.kernels_for(m, root,
-                                                         equivalent=m.id in settled)): i
+                               kernels=gates.kernels_for(m, root, default_only=default_only(m))): i
                    for i, (m, c) in enumerate(items)}
         for future in as_completed(futures):
             result = future.result()

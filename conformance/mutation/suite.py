@@ -18,9 +18,9 @@ Usage: ``python -m conformance.mutation.suite [--shrink] [--first-failure] CONFO
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 
 def main(argv: Sequence[str]) -> int:
@@ -38,8 +38,9 @@ def main(argv: Sequence[str]) -> int:
     if "--first-failure" in args:
         args.remove("--first-failure")
 
-        def up_to_first_failure(ns: Any, paths: list[str], extra: Sequence[str] = ()) -> int:
-            return whole_suite(ns, paths, [*extra, "-x"])
+        def up_to_first_failure(args: argparse.Namespace, paths: list[str],
+                                extra: Sequence[str] = ()) -> int:
+            return whole_suite(args, paths, [*extra, "-x"])
 
         cli.run_suite = up_to_first_failure
     try:
