@@ -16,7 +16,8 @@ hop-by-hop, routing, destination-options and fragment headers, IP-in-IP and IPv6
 GRE, MPLS, PPPoE, TIPC, batman-adv and HSR/PRP fill keys it does not model: the result
 then says ``covered = False`` (the caller refuses the scenario).  Read in
 ``/work/ksrc/7.3`` (7.3.4) and ``/work/ksrc/6.12`` (6.12.117); the parts used here are
-the same in both and in v6.17-rc3.
+the same in both and in v6.17-rc3; the FCoE and PTP cases (which step over their own
+header) re-read in 6.12.118.
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ ETH_P_802_3_MIN = 0x0600
 VLAN_MAX_DEPTH = 8
 #: ``MAX_FLOW_DISSECT_HDRS``: ``skb_flow_dissect_allowed`` stops the walk after 15 restarts.
 MAX_FLOW_DISSECT_HDRS = 15
-#: Ethertypes whose case ends the walk with only ``n_proto`` recorded (ARP/RARP, FCoE,
-#: PTP, CFM with their own keys unused) or that fall to ``default`` (out_bad): the
-#: model covers them all the same way.
+#: Ethertypes whose case fills keys or walks headers the model does not: the walk
+#: reaching one says ``covered = False``.  (ARP/RARP, FCoE, PTP and CFM end the walk
+#: with only ``n_proto`` recorded; FCoE and PTP first step over their header.)
 _UNMODELLED_ETHERTYPES = frozenset({
     0x8864,  # ETH_P_PPP_SES: walks into the PPP payload
     0x88CA,  # ETH_P_TIPC: fills the TIPC address key
@@ -47,6 +48,11 @@ _UNMODELLED_ETHERTYPES = frozenset({
     0x4305,  # ETH_P_BATMAN: walks into the inner Ethernet frame
     0x88FB, 0x892F,  # ETH_P_PRP, ETH_P_HSR: walk past the tag
 })
+#: ``ETH_P_FCOE``/``FCOE_HEADER_LEN`` (include/scsi/fc/fc_fcoe.h) and ``ETH_P_1588`` with
+#: ``sizeof(struct ptp_header)`` (include/linux/ptp_classify.h): the two ethertypes whose
+#: case moves ``nhoff`` past a header of their own before out_good (PKT-L4-007).
+ETH_P_FCOE, FCOE_HEADER_LEN = 0x8906, 38
+ETH_P_1588, PTP_HEADER_LEN = 0x88F7, 34
 IPPROTO_IPIP, IPPROTO_IPV6, IPPROTO_GRE, IPPROTO_MPLS = 4, 41, 47, 137
 _IPV6_OPT_HDRS = (0, 43, 60)  # NEXTHDR_HOP, NEXTHDR_ROUTING, NEXTHDR_DEST
 NEXTHDR_FRAGMENT = 44
@@ -180,8 +186,16 @@ class _Walk:
         if self.proto in _UNMODELLED_ETHERTYPES:
             self.covered = False
             return "bad"
-        if self.proto in (0x0806, 0x8035, 0x8906, 0x88F7, 0x8902):
-            # ARP/RARP, FCoE, PTP, CFM: their own keys are unused; n_proto only.
+        if self.proto in (ETH_P_FCOE, ETH_P_1588):
+            # PKT-L4-007: FCoE and PTP step over their own header (the FCoE header, struct
+            # ptp_header), out_bad when the frame holds less of it; no key of theirs.
+            size = FCOE_HEADER_LEN if self.proto == ETH_P_FCOE else PTP_HEADER_LEN
+            if self.read(self.nhoff, size) is None:
+                return "bad"
+            self.nhoff += size
+            return "good"
+        if self.proto in (0x0806, 0x8035, 0x8902):
+            # ARP/RARP, CFM: their keys are not in the key set, so out_good where they are.
             return "good"
         return "bad"
 

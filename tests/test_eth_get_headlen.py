@@ -2,14 +2,22 @@
 
 Each expected value is counted by hand from the header sizes (Ethernet 14, 802.1Q 4, IPv4
 20 + options, IPv6 40, IPv6 extension headers 8 each, TCP 20 + options, UDP 8, ICMP 8,
-SCTP 12), never from the model.
+SCTP 12, the FCoE header 38 (FCOE_HEADER_LEN, include/scsi/fc/fc_fcoe.h), struct
+ptp_header 34 (include/linux/ptp_classify.h: 1+1+2+1+1+2+8+4+10+2+1+1)), never from the
+model.
 """
 
 from __future__ import annotations
 
 import pytest
 from scapy.layers.inet import ICMP, IP, TCP, UDP
-from scapy.layers.inet6 import IPv6, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop
+from scapy.layers.inet6 import (
+    IPv6,
+    IPv6ExtHdrDestOpt,
+    IPv6ExtHdrFragment,
+    IPv6ExtHdrHopByHop,
+    IPv6ExtHdrRouting,
+)
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.layers.sctp import SCTP
 from scapy.packet import Packet
@@ -30,6 +38,10 @@ CASES: list[tuple[str, Packet, int]] = [
      14 + 40 + 20),
     ("ipv6 hop-by-hop", Ether() / IPv6() / IPv6ExtHdrHopByHop() / UDP() / PAY,
      14 + 40 + 8 + 8),
+    ("ipv6 routing header", Ether() / IPv6() / IPv6ExtHdrRouting(addresses=[]) / UDP() / PAY,
+     14 + 40 + 8 + 8),
+    ("ipv6 destination options", Ether() / IPv6() / IPv6ExtHdrDestOpt() / TCP() / PAY,
+     14 + 40 + 8 + 20),
     ("ipv4 first fragment walks into L4", Ether() / IP(flags="MF") / UDP() / PAY,
      14 + 20 + 8),
     ("ipv4 later fragment stops at L3", Ether() / IP(frag=10) / UDP() / PAY, 14 + 20),
@@ -41,6 +53,14 @@ CASES: list[tuple[str, Packet, int]] = [
     ("sctp", Ether() / IP() / SCTP() / PAY, 14 + 20 + 12),
     ("ip-in-ip", Ether() / IP() / IP() / UDP() / PAY, 14 + 20 + 20 + 8),
     ("arp ends at the Ethernet header", Ether() / ARP(), 14),
+    ("rarp ends at the Ethernet header", Ether(type=0x8035) / PAY, 14),
+    ("cfm ends at the Ethernet header", Ether(type=0x8902) / PAY, 14),
+    ("fcoe steps over its header", Ether(type=0x8906) / PAY, 14 + 38),
+    ("fcoe header one byte short: out_bad", Ether(type=0x8906) / (b"f" * 37), 14),
+    ("fcoe header and nothing after", Ether(type=0x8906) / (b"f" * 38), 14 + 38),
+    ("ptp steps over struct ptp_header", Ether(type=0x88F7) / PAY, 14 + 34),
+    ("ptp header one byte short: out_bad", Ether(type=0x88F7) / (b"p" * 33), 14),
+    ("ptp in 802.1Q", Ether() / Dot1Q(vlan=5, type=0x88F7) / PAY, 14 + 4 + 34),
     ("unknown ethertype", Ether(type=0x88B5) / PAY, 14),
     ("another L4 protocol adds nothing", Ether() / IP(proto=99) / PAY, 14 + 20),
 ]

@@ -304,7 +304,9 @@ def header_cases(*, wellformed: bool = True) -> tuple[bytes, ...]:
                         for cut in cuts:
                             n += 1
                             ihls = [5] if v6 else [5, 6, 15][n % 3:] + [5, 6, 15][:n % 3]
-                            exts = (("hbh", "dst", "rt", "ah")[n % 4],) if v6 and n % 2 else ()
+                            # every other frame has one extension header, each kind in turn
+                            exts = (("hbh", "dst", "rt", "ah")[n // 2 % 4],) if v6 and n % 2 \
+                                else ()
                             bad = not wellformed and not v6 and n % 3 == 0
                             out.append(header_frame(tags_cycle[n % 4], v6, kind, proto, doff,
                                                     frag, cut, exts, ihls[0], bad))
@@ -316,7 +318,8 @@ def header_cases(*, wellformed: bool = True) -> tuple[bytes, ...]:
 
 def _walk_edge_frames() -> list[bytes]:
     """Where the flow dissector's walk stops early (PKT-L4-007, VETH-KF-002/007): ARP and
-    PTP a few bytes long (it ends at the Ethernet header), 802.3 length frames (raw 802.3,
+    PTP a few bytes long (it ends at the Ethernet header), FCoE and PTP at their header's
+    length and either side of it, RARP and CFM, 802.3 length frames (raw 802.3,
     LLC, one payload byte), a tag cut off, eight and seventeen in-band tags (past
     ``VLAN_MAX_DEPTH``, and past ``MAX_FLOW_DISSECT_HDRS`` even with one tag stripped),
     IPv6 whose first extension or fragment header is cut off and a hop-by-hop jumbogram
@@ -329,6 +332,13 @@ def _walk_edge_frames() -> list[bytes]:
                   / IPv6ExtHdrHopByHop() / UDP(sport=7, dport=9) / b"abcd")
     return [
         eth + b"\x08\x06" + bytes(4), eth + b"\x88\xf7" + bytes(12),
+        # FCoE and PTP step over their own header (38 and 34 bytes) when it is all there:
+        # one byte short of it, exactly it, and with payload after it; RARP and CFM end
+        # the walk at once, however long.
+        eth + b"\x89\x06" + bytes(37), eth + b"\x89\x06" + bytes(38),
+        eth + b"\x89\x06" + bytes(60), eth + b"\x88\xf7" + bytes(33),
+        eth + b"\x88\xf7" + bytes(34), eth + b"\x88\xf7" + bytes(50),
+        eth + b"\x80\x35" + bytes(46), eth + b"\x89\x02" + bytes(46),
         eth + b"\x00\x40" + b"\xff\xff" + bytes(62),
         eth + b"\x00\x40" + b"\xaa\xaa\x03" + bytes(61),
         eth + b"\x00\x01" + b"\x00",
