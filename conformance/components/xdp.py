@@ -506,7 +506,8 @@ def op_lists(draw: st.DrawFn, *, kfuncs: bool = True) -> list[dict[str, Any]]:
         kind = draw(st.sampled_from(["adjust_head", "adjust_meta", "adjust_tail", "write",
                                      "get_buff_len", *(["kfunc"] if kfuncs else [])]))
         if kind.startswith("adjust"):
-            delta = draw(st.sampled_from([-260, -256, -252, -36, -32, -8, -6, -4, -3, 4, 8])
+            # 0: data_meta already at data (no metadata yet) is in bounds (XDP-ADJ-005)
+            delta = draw(st.sampled_from([-260, -256, -252, -36, -32, -8, -6, -4, -3, 0, 4, 8])
                          if kind == "adjust_meta" else _DELTAS)
             ops.append({"op": kind, "delta": delta})
         elif kind == "write":

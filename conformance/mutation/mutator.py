@@ -66,6 +66,10 @@ _SELF_CHECKS = frozenset({
     "tracepoint_problems",                                 # cpumap.py (CPUMAP-LIVE-001)
     "rss_hash_type_violations", "rss_hash_type_ok",        # kfuncs.py (KFUNC-RSS-002/003)
     "is_valid_rss_hash_type",                              # kfuncs.py (the same judge)
+    # rss.py: the bit-at-a-time Toeplitz, the independent definition the table-driven
+    # hash every component calls is checked against (tests/test_rss.py, on the Microsoft
+    # vectors); no target's answer comes from it, so its mutants measure the unit tests.
+    "toeplitz_bitwise",
 })
 #: Class attributes that only document a kernel layout beside the code that implements
 #: it (``reference/zcrx/uapi.py``: field, offset, size per struct, compared with the
