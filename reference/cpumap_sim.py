@@ -216,7 +216,9 @@ class CpumapSim:
         """The bytes of a page (one bytearray per pfn, as the memory itself)."""
         x = self._xpages.get(page.pfn)
         if x is None or x.handle is not page:
-            x = self._xpages[page.pfn] = XPage.zeroed(PAGE_SIZE, handle=page)
+            # page_is_pfmemalloc: the page came from the emergency reserves (SKB-BUILD-001)
+            x = self._xpages[page.pfn] = XPage.zeroed(PAGE_SIZE, pfmemalloc=page.pfmemalloc,
+                                                       handle=page)
         return x
 
     def _take_pages(self, count: int, ctx: pp.Context) -> list[pp.Page] | None:

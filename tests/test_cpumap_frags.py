@@ -186,3 +186,23 @@ def test_frag_counts_cycle_over_the_packets_and_are_bounded() -> None:
         with pytest.raises(InvalidConfig):
             SimConfig(**kw)
 
+
+@pytest.mark.rule("SKB-BUILD-001", "CPUMAP-SIM-001", "XDP-BUFF-007", "PP-RECYCLE-003")
+def test_pfmemalloc_comes_from_the_head_page_or_any_frag_page() -> None:
+    # The pool's first slow-path bulk takes 64 pages and hands out the last one first:
+    # with the allocator's next 63 pages from the reserves, packet 0's head is the one
+    # ordinary page and its two frags are pfmemalloc (xdp_buff_add_frag sets
+    # XDP_FLAGS_FRAGS_PF_MEMALLOC, 2); packet 1's head is a reserve page itself
+    # (build_skb_around copies page_is_pfmemalloc of the head).
+    sim = CpumapSim(SimConfig(frame_len=100, frags=(2, 0), frag_len=1000))
+    sim.allocator.pfmemalloc_next = 63
+    sim.run([("rx", 2), ("kthread", 1)])
+    assert [f.flags for f in sim.frames] == [1 | 2, 0]
+    one, two = sim._skb_of[0], sim._skb_of[1]
+    assert not one.head.pfmemalloc and one.pfmemalloc
+    assert two.head.pfmemalloc and two.pfmemalloc and not two.frags
+    sim.run([("free", 2)])
+    # A pfmemalloc page is never recycled: released (released_refcnt) and freed.
+    r = sim.pool.stats().recycle_stats
+    assert (r.ring, r.released_refcnt) == (1, 3) and sim.allocator.freed == 3
+    assert sim.ledger_problems() == []

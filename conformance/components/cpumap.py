@@ -19,7 +19,9 @@ events:  the schedule: ``{"op": "rx", "n": N}`` (one NAPI poll on CPU A receivin
          packets, all redirected), ``{"op": "kthread", "n": K}`` (K kthread iterations on
          CPU B), ``{"op": "free", "n": N}`` (the stack frees the N oldest skbs),
          ``{"op": "fail_allocs", "n": N}`` (the page allocator fails the next N requests:
-         RX finds no page), ``{"op": "update", "n": Q}``
+         RX finds no page), ``{"op": "pfmemalloc", "n": N}`` (the page allocator's next N
+         pages come from the emergency reserves: ``page_is_pfmemalloc``; the pool never
+         recycles them) (SKB-BUILD-001), ``{"op": "update", "n": Q}``
          (``cpu_map_update_elem`` of CPU B's slot with qsize Q and the same program: a
          fresh entry replaces the old one, whose kthread drains the frames still queued
          in its ring before it stops; Q 0 deletes the entry, and an ``rx`` step must not
@@ -37,9 +39,9 @@ observables: ``packets[i]``: ``fate`` (bulk, ring, gro, stack, freed, dropped:RE
          one: ``len``, ``data_len``, ``truesize``, ``headroom`` from the buffer start,
          ``meta_len``, ``protocol``, ``dev`` (the ifindex the frame arrived on),
          ``data``: the sha256 of the linear bytes, first 16 hex digits, ``nr_frags``
-         (``skb_shinfo(skb)->nr_frags``) and ``frag_data``: the sha256 of the bytes the
-         frags cover, in frag order, first 16 hex digits, null without frags); ``direct``:
-         alloc-cache pushes by CPU
+         (``skb_shinfo(skb)->nr_frags``), ``frag_data``: the sha256 of the bytes the
+         frags cover, in frag order, first 16 hex digits, null without frags, and
+         ``pfmemalloc`` (``skb->pfmemalloc``)); ``direct``: alloc-cache pushes by CPU
          (source_cpu, destination_cpu, other); ``cpumap``: tracepoint sums (the kthread's
          with the second program's pass/drop/redirect counts) and GRO flushes; ``stats``:
          the source pool's ``rx_pp_*`` counters; ``pool``: hold/release/inflight;
@@ -119,6 +121,8 @@ def run_event(sim: CpumapSim, ev: Any) -> None:
     op = str(ev["op"])
     if op == "fail_allocs":  # the page allocator fails the next N requests
         sim.allocator.fail(int(ev["n"]))
+    elif op == "pfmemalloc":  # the page allocator's next N pages are pfmemalloc
+        sim.allocator.pfmemalloc_next += int(ev["n"])
     elif op == "map_update":
         sim.map_update(int(ev["key"]), int(ev["qsize"]), int(ev.get("flags", 0)),
                        prog_of(ev))
@@ -161,7 +165,8 @@ def _skb_obs(skb: SkBuff | None) -> dict[str, Any] | None:
             "headroom": skb.data - skb.head_start, "meta_len": skb.meta_len,
             "protocol": skb.protocol, "dev": skb.dev,
             "data": hashlib.sha256(linear).hexdigest()[:16], "nr_frags": len(skb.frags),
-            "frag_data": hashlib.sha256(paged).hexdigest()[:16] if skb.frags else None}
+            "frag_data": hashlib.sha256(paged).hexdigest()[:16] if skb.frags else None,
+            "pfmemalloc": skb.pfmemalloc}
 
 
 def tracepoint_totals(enq: Sequence[Any], kt: Sequence[Any],
@@ -385,6 +390,11 @@ def explain(scenario: Scenario) -> str:
             lines.append(f"event {n}: fail_allocs {count} -> the page allocator fails the "
                          f"next {count} request(s) (CPUMAP-SIM-001)")
             continue
+        if op == "pfmemalloc":
+            sim.allocator.pfmemalloc_next += count
+            lines.append(f"event {n}: pfmemalloc {count} -> the page allocator's next {count} "
+                         "page(s) come from the reserves (CPUMAP-SIM-001, SKB-BUILD-001)")
+            continue
         ev = scenario.events[n]
         run_event(sim, ev)
         if op in MAP_OPS:
@@ -526,6 +536,13 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     events.append({"op": "free", "n": draw(st.integers(0, 200))})
     if multi_buffer:  # CPUMAP-SIM-007, CPUMAP-MB-001: multi-buffer frames
         config.update(frag_config(draw, config.get("second_prog")))
+    if draw(st.integers(0, 3)) < (2 if multi_buffer else 1):  # SKB-BUILD-001: pages from
+        # the emergency reserves: a page_pool's first slow-path bulk (64 pages, handed out
+        # last first) but its last page, so the first packet's frags and not its head, or
+        # the whole bulk, or more
+        at = draw(st.sampled_from([0, 0, 0, len(events) // 2]))
+        n = draw(st.sampled_from([63, 63, 64, 200, 1]) | st.integers(1, 200))
+        events.insert(at, {"op": "pfmemalloc", "n": n})
     return Scenario(component="cpumap", config=config, events=tuple(events),
                     rules=("CPUMAP-FATE-001", "CPUMAP-SIM-002"))
 
