@@ -31,8 +31,17 @@ ID_PREFIX = "urn:rx-oracle:schema:"
 #: What ``frames.schema.json`` allows (resources: a scenario is held in memory whole).
 MAX_FRAMES, MAX_FRAME_BYTES = 100_000, 65_535
 #: Totals a schema cannot state (resources): component -> (event op, field, most in all).
-#: A cpumap scenario holds every packet's frame, skb and page in memory at once.
+#: A cpumap scenario holds every packet's frame, skb and pages in memory at once: the limit
+#: counts pages, a packet's head and its frags (CPUMAP-SIM-007).
 EVENT_TOTALS = {"cpumap": ("rx", "n", 100_000)}
+
+
+def _pages_per_event(name: str, config: dict[str, Any]) -> int:
+    """How many pages one unit of the limited field may take: a cpumap packet's head and
+    up to the most frags its ``frags`` config gives a packet (CPUMAP-SIM-007)."""
+    if name != "cpumap":
+        return 1
+    return 1 + max((int(n) for n in config.get("frags") or ()), default=0)
 
 
 class InputError(ValueError):
@@ -103,9 +112,11 @@ def validate_scenario(scenario: Scenario) -> Scenario:
     if total is not None:
         op, field, most = total
         asked = sum(int(e.get(field, 0)) for e in events if e.get("op") == op)
-        if asked > most:
-            raise InputError(f"events: {op} events ask for {asked} {field} in all; at most "
-                             f"{most} (resources)")
+        per = _pages_per_event(name, dict(scenario.config))
+        if asked * per > most:
+            pages = f" of up to {per} pages each" if per > 1 else ""
+            raise InputError(f"events: {op} events ask for {asked} {field} in all{pages}; at "
+                             f"most {most}{' pages' if pages else ''} (resources)")
     if scenario.program is not None:
         check("program", [dict(op) for op in scenario.program], "program")
     for index, ops in scenario.per_packet_programs.items():

@@ -36,7 +36,7 @@ from reference.xdp.frame import (
     xdp_return_frame_rx_napi,
     xdp_update_frame_from_buff,
 )
-from reference.xdp.mem import XdpMemInfo
+from reference.xdp.mem import MemReturn, XdpMemInfo
 from reference.xdp.program import run_program
 from reference.xdp.rxq import NetDev, XdpRxqInfo
 
@@ -259,8 +259,7 @@ class CpuMap:
             if not rcpu.queue.produce(frame):
                 drops += 1
                 self.drops.append((frame, DROP_RING_FULL))
-                for rec in xdp_return_frame_rx_napi(frame):
-                    self.frees.append(apply_mem_return(rec, ctx, trace))
+                _give_back(xdp_return_frame_rx_napi(frame), self.frees, ctx, trace)
             processed += 1
         bq.q.clear()
         if bq.linked:
@@ -313,13 +312,17 @@ class CpuMap:
             entry.skb_alloc_fail_next -= len(frames) - m
             for f in frames[m:]:
                 dropped.append((f, DROP_SKB_ALLOC))
-                for rec in xdp_return_frame(f):
-                    frees.append(apply_mem_return(rec, ctx, trace))
+                _give_back(xdp_return_frame(f), frees, ctx, trace)
             kmem_alloc_drops = len(frames) - m
             frames = frames[:m]
             emit(trace, "CPUMAP-KT-003", "no skb head: frames returned", drops=kmem_alloc_drops)
         skbs = [xdp_build_skb_from_frame(f, f.dev_rx, pre_v6_4=self.pre_v6_4, trace=trace)
                 for f in frames]
+        if trace is not None:
+            for skb in skbs:
+                if skb.frags:
+                    emit(trace, "CPUMAP-MB-001", "the skb holds the frame's frag pages",
+                         nr_frags=len(skb.frags), data_len=skb.data_len)
         kt = KthreadTrace(entry.map_id, n, kmem_alloc_drops, sched, stats["pass"],
                           stats["drop"], stats["redirect"])
         self.kthread_traces.append(kt)
@@ -345,15 +348,23 @@ class CpuMap:
                   dropped: list[tuple[XdpFrame, str]], frees: list[PageFree],
                   ctx: pp.Context, trace: Trace | None) -> list[XdpFrame]:
         """``cpu_map_bpf_prog_run_xdp`` (CPUMAP-KT-002).  Returns run with
-        ``xdp_set_return_frame_no_direct`` in force, so every return is non-direct."""
+        ``xdp_set_return_frame_no_direct`` in force, so every return is non-direct.  The
+        program sees a multi-buffer frame's frags, and may release some (CPUMAP-MB-001)."""
         assert entry.prog is not None
         kept: list[XdpFrame] = []
         for frame in frames:
             rxq = XdpRxqInfo(dev=NetDev(frame.dev_rx), mem=XdpMemInfo(type=frame.mem_type))
             xdp = XdpBuff(rxq=rxq)
             xdp_convert_frame_to_buff(frame, xdp)
-            act = run_program(entry.prog, xdp, trace=trace,
+            released: list[MemReturn] = []
+            act = run_program(entry.prog, xdp, released=released, trace=trace,
                               kernel=xdp_semantics(self.kernel)).action
+            # CPUMAP-MB-001: frags a tail shrink took off go back at once, in this context.
+            for rec in released:
+                frees.append(apply_mem_return(rec, ctx, trace))
+            if trace is not None and released:
+                emit(trace, "CPUMAP-MB-001", "the program's tail shrink released frags",
+                     frags=len(released))
             reason: str | None = None
             if act == XdpAction.XDP_PASS:
                 if xdp_update_frame_from_buff(xdp, frame, trace=trace) < 0:
@@ -371,8 +382,8 @@ class CpuMap:
             if reason is not None:
                 stats["drop"] += 1
                 dropped.append((frame, reason))
-                for rec in xdp_return_frame(frame, return_frame_no_direct=True):
-                    frees.append(apply_mem_return(rec, ctx, trace))
+                _give_back(xdp_return_frame(frame, return_frame_no_direct=True), frees, ctx,
+                           trace)
             emit(trace, "CPUMAP-KT-002", "second program verdict", action=act,
                  dropped=reason)
         stats["pass"] += len(kept)
@@ -381,6 +392,17 @@ class CpuMap:
     def entries_on(self, cpu: int) -> list[CpuMapEntry]:
         """The live and retired entries whose kthread runs on ``cpu``."""
         return [e for e in [*self.entries, *self.retired] if e is not None and e.cpu == cpu]
+
+
+def _give_back(records: Sequence[MemReturn], frees: list[PageFree], ctx: pp.Context,
+               trace: Trace | None) -> None:
+    """Carry out the returns of a dropped frame in ``ctx`` (SKB-FREE-004): every frag
+    first, then the head page (XDP-FRAME-007, CPUMAP-MB-001)."""
+    if trace is not None and len(records) > 1:
+        emit(trace, "CPUMAP-MB-001", "a dropped frame's frags go back before its head",
+             frags=len(records) - 1)
+    for rec in records:
+        frees.append(apply_mem_return(rec, ctx, trace))
 
 
 # ---------------------------------------------------------------------- timing-free facts

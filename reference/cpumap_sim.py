@@ -15,6 +15,10 @@ The engine runs a *schedule*, a list of steps, each on one CPU:
   same program: a fresh entry replaces the old one, whose kthread drains its ring before
   it stops; ``q`` 0 deletes the entry (CPUMAP-MAP-002, CPUMAP-SIM-006).
 
+With ``frags`` a packet also takes frag pages from the same source and is a multi-buffer
+``xdp_buff`` (CPUMAP-SIM-007): its frame carries them through the cpumap, the skb and
+every return path (CPUMAP-MB-001).
+
 After every step the engine checks page conservation across CPUs (CPUMAP-SIM-002).
 The pool's counters then follow CPUMAP-SIM-004, and a schedule where CPU B keeps up
 reproduces the seed's steady states under both kernel switches (CPUMAP-SIM-005).
@@ -32,11 +36,17 @@ from reference.cpumap import DROP_REASONS, CpuMap, CpuMapEntry
 from reference.errors import InvalidConfig
 from reference.kernel import DEFAULT_KERNEL, KernelVersion
 from reference.kfuncs import LoadedBpfProg
-from reference.skb import PageFree, SkBuff, napi_consume_skb, pp_page_of
+from reference.skb import FreePath, PageFree, SkBuff, napi_consume_skb, pp_page_of
 from reference.trace import Trace, emit
 from reference.xdp.actions import XdpAction
-from reference.xdp.buff import XdpBuff, xdp_init_buff, xdp_prepare_buff
-from reference.xdp.frame import XdpFrame, xdp_convert_buff_to_frame
+from reference.xdp.arch import X86_64, xdp_semantics
+from reference.xdp.buff import XdpBuff, xdp_buff_add_frag, xdp_init_buff, xdp_prepare_buff
+from reference.xdp.frame import (
+    XdpFrame,
+    xdp_convert_buff_to_frame,
+    xdp_frame_has_frags,
+    xdp_get_shared_info_from_frame,
+)
 from reference.xdp.mem import MemType, XdpMemInfo
 from reference.xdp.memory import Page as XPage
 from reference.xdp.rxq import NetDev, XdpRxqInfo
@@ -44,6 +54,10 @@ from reference.xdp.rxq import NetDev, XdpRxqInfo
 PAGE_SIZE = 4096
 XDP_PACKET_HEADROOM = 256
 DEV_RX_IFINDEX = 2
+#: CPUMAP-SIM-007: a frag holds at most what the source pool maps for the device, its
+#: ``max_len`` (the page after the pool's ``offset``); at most ``MAX_SKB_FRAGS`` per frame.
+FRAG_LEN_MAX = PAGE_SIZE - XDP_PACKET_HEADROOM
+MAX_FRAGS = X86_64.max_skb_frags
 
 #: Where a received packet is (CPUMAP-FATE-001): exactly one at every step.
 FATES = ("bulk", "ring", "gro", "stack", "freed", *(f"dropped:{r}" for r in DROP_REASONS))
@@ -70,6 +84,14 @@ class SimConfig:
     #: (raw 802.3, which ``eth_type_trans`` tells from 802.2 below 0x0600).
     ethertype: int = 0x86DD
     raw_802_3: bool = False
+    #: CPUMAP-SIM-007: the frag pages of each frame (the packet received i-th carries
+    #: ``frags[i % len(frags)]``; empty: every frame is linear) and the bytes in each frag.
+    frags: tuple[int, ...] = ()
+    frag_len: int = FRAG_LEN_MAX
+
+    def frags_of(self, index: int) -> int:
+        """How many frag pages the packet received ``index``-th carries (CPUMAP-SIM-007)."""
+        return self.frags[index % len(self.frags)] if self.frags else 0
 
     def __attrs_post_init__(self) -> None:
         top = max(self.cpu_a, self.cpu_b)
@@ -91,6 +113,12 @@ class SimConfig:
         if not 60 <= self.frame_len <= 1500:
             raise InvalidConfig("frame length 60..1500", field="frame_len",
                                 value=self.frame_len, rule="CPUMAP-SIM-001")
+        if len(self.frags) > 64 or any(not 0 <= n <= MAX_FRAGS for n in self.frags):
+            raise InvalidConfig(f"at most 64 frag counts of 0..{MAX_FRAGS} (MAX_SKB_FRAGS)",
+                                field="frags", value=self.frags, rule="CPUMAP-SIM-007")
+        if not 1 <= self.frag_len <= FRAG_LEN_MAX:
+            raise InvalidConfig(f"a frag holds 1..{FRAG_LEN_MAX} bytes (the pool's max_len)",
+                                field="frag_len", value=self.frag_len, rule="CPUMAP-SIM-007")
 
 
 def _frame_bytes(index: int, length: int, ethertype: int = 0x86DD,
@@ -102,6 +130,28 @@ def _frame_bytes(index: int, length: int, ethertype: int = 0x86DD,
             + ethertype.to_bytes(2, "big"))
     body = (b"\xff\xff" if raw_802_3 else b"") + index.to_bytes(4, "big")
     return (head + body).ljust(length, b"\x00")
+
+
+#: 4096 bytes counting up modulo 256, from which every frag's bytes are cut.
+_FRAG_PATTERN = bytes(range(256)) * 16
+
+
+def _frag_bytes(index: int, k: int, length: int) -> bytes:
+    """The ``length`` bytes frag ``k`` of packet ``index`` holds (CPUMAP-SIM-007): bytes
+    counting up modulo 256 from ``(17 * index + 5 * k) % 256``, so each frag of each
+    packet reads differently."""
+    start = (17 * index + 5 * k) % 256
+    return _FRAG_PATTERN[start : start + length]
+
+
+def frame_pages(frame: XdpFrame) -> list[XPage]:
+    """The pages a frame holds (CPUMAP-SIM-002): its frags when ``XDP_FLAGS_HAS_FRAGS`` is
+    set, then the head page."""
+    pages: list[XPage] = []
+    if xdp_frame_has_frags(frame):
+        pages = [f.page for f in xdp_get_shared_info_from_frame(frame).valid_frags()]
+    pages.append(frame.page)
+    return pages
 
 
 class CpumapSim:
@@ -124,6 +174,7 @@ class CpumapSim:
         assert created.pool is not None
         self.pool: pp.PagePool = created.pool
         self.rxq = XdpRxqInfo(dev=NetDev(DEV_RX_IFINDEX), mem=XdpMemInfo(type=config.mem_type))
+        self.kernel = kernel
         top = max(config.cpu_a, config.cpu_b) + 1
         self.cpumap = CpuMap(config.max_entries or top, range(config.nr_cpus or top),
                              pre_v6_4=config.pre_v6_4, kernel=kernel)
@@ -144,6 +195,12 @@ class CpumapSim:
         self.freed: set[int] = set()
         self.rx_alloc_failures = 0
         self.frees: list[PageFree] = []  # stack frees
+        #: CPUMAP-SIM-007: pages a packet took before one of its pages could not be had,
+        #: given back by the driver in its poll on CPU A.
+        self.rx_frees: list[PageFree] = []
+        #: CPUMAP-SIM-002: the order-0 pages taken from the page allocator, by pfn, until
+        #: they are freed and held by nobody.
+        self._order0: dict[int, pp.Page] = {}
         self.head_free: dict[int, PageFree] = {}  # packet index -> how its head page went
         self.steps_checked = 0
         #: CPUMAP-SIM-006: whether CPU B's slot is empty (an update with qsize 0), and the
@@ -159,8 +216,40 @@ class CpumapSim:
         """The bytes of a page (one bytearray per pfn, as the memory itself)."""
         x = self._xpages.get(page.pfn)
         if x is None or x.handle is not page:
-            x = self._xpages[page.pfn] = XPage.zeroed(PAGE_SIZE, handle=page)
+            # page_is_pfmemalloc: the page came from the emergency reserves (SKB-BUILD-001)
+            x = self._xpages[page.pfn] = XPage.zeroed(PAGE_SIZE, pfmemalloc=page.pfmemalloc,
+                                                       handle=page)
         return x
+
+    def _take_pages(self, count: int, ctx: pp.Context) -> list[pp.Page] | None:
+        """The ``count`` pages of one packet, head first (CPUMAP-SIM-001, CPUMAP-SIM-007):
+        from the source pool, or order-0 pages from the page allocator.  When one cannot
+        be had the packet is lost, and the driver gives back in its poll the pages it
+        already took: ``page_pool_put_full_page`` with direct recycling allowed, or
+        ``put_page``."""
+        taken: list[pp.Page] = []
+        for _ in range(count):
+            if self.config.mem_type == MemType.MEM_TYPE_PAGE_POOL:
+                page = self.pool.alloc_pages(ctx)
+            else:
+                page = self.allocator.alloc_pages_node(0, 0, 0)
+                if page is not None:
+                    self._order0[page.pfn] = page
+            if page is None:
+                for back in taken:
+                    if self.config.mem_type == MemType.MEM_TYPE_PAGE_POOL:
+                        outcome = self.pool.put_full_page(back, True, ctx)
+                        self.rx_frees.append(PageFree(back, FreePath.PAGE_POOL, outcome, ctx.cpu))
+                    else:
+                        pp.put_page(back)
+                        self.rx_frees.append(PageFree(back, FreePath.PUT_PAGE, None, ctx.cpu))
+                trace = self.trace
+                if trace is not None and taken:
+                    emit(trace, "CPUMAP-SIM-007", "a page of the packet could not be "
+                         "had: the pages it took go back", pages=len(taken))
+                return None
+            taken.append(page)
+        return taken
 
     def _ctx(self, cpu: int) -> pp.Context:
         return pp.Context.softirq(cpu=cpu)
@@ -174,24 +263,35 @@ class CpumapSim:
                                 "modelled", field="schedule", value="rx",
                                 rule="CPUMAP-SIM-006")
         ctx = self._ctx(self.config.cpu_a)
+        cfg = self.config
         for _ in range(n):
-            if self.config.mem_type == MemType.MEM_TYPE_PAGE_POOL:
-                page = self.pool.alloc_pages(ctx)
-            else:
-                page = self.allocator.alloc_pages_node(0, 0, 0)
-            if page is None:
+            index = len(self.frames)
+            pages = self._take_pages(1 + cfg.frags_of(index), ctx)
+            if pages is None:
                 self.rx_alloc_failures += 1
                 continue
-            index = len(self.frames)
+            page = pages[0]
             xpage = self._xpage(page)
-            data = _frame_bytes(index, self.config.frame_len, self.config.ethertype,
-                                self.config.raw_802_3)
+            data = _frame_bytes(index, cfg.frame_len, cfg.ethertype, cfg.raw_802_3)
             start = XDP_PACKET_HEADROOM
             xpage.data[start : start + len(data)] = data
             xdp = XdpBuff()
             xdp_init_buff(xdp, PAGE_SIZE, self.rxq)
             xdp_prepare_buff(xdp, xpage, 0, XDP_PACKET_HEADROOM, len(data), True)
-            # The source program returns XDP_REDIRECT into the cpumap entry of CPU B.
+            for k, frag_page in enumerate(pages[1:]):
+                # CPUMAP-SIM-007: a frag buffer of the same source, its bytes at the pool's
+                # offset, its truesize the whole page.
+                xfrag = self._xpage(frag_page)
+                xfrag.data[start : start + cfg.frag_len] = _frag_bytes(index, k, cfg.frag_len)
+                added = xdp_buff_add_frag(xdp, xfrag, start, cfg.frag_len, PAGE_SIZE,
+                                          kernel=xdp_semantics(self.kernel), trace=self.trace)
+                assert added  # at most MAX_SKB_FRAGS, each in its own page
+            trace = self.trace
+            if trace is not None and len(pages) > 1:
+                emit(trace, "CPUMAP-SIM-007", "multi-buffer packet", index=index,
+                     frags=len(pages) - 1, frag_len=cfg.frag_len)
+            # The source program (frags-aware when the packet has frags) returns
+            # XDP_REDIRECT into the cpumap entry of CPU B.
             frame = xdp_convert_buff_to_frame(xdp)
             assert frame is not None  # 256 bytes of headroom always hold the frame
             self.frames.append(frame)
@@ -340,17 +440,22 @@ class CpumapSim:
 
         for bq in self.entry.bulkq.values():
             for f in bq.q:
-                add(f.page, f"bulkq[{bq.cpu}]")
+                for xpage in frame_pages(f):
+                    add(xpage, f"bulkq[{bq.cpu}]")
         for f in self.entry.queue:
-            add(f.page, "cpumap_ring")
+            for xpage in frame_pages(f):
+                add(xpage, "cpumap_ring")
         for s in self.entry.gro:
-            add(s.head, "gro")
+            for xpage in s.pages():
+                add(xpage, "gro")
         for s in self.entry.stack:
-            add(s.head, "stack")
+            for xpage in s.pages():
+                add(xpage, "stack")
         return out
 
     def ledger_problems(self) -> list[str]:
-        """CPUMAP-SIM-002: each page in exactly one place across both CPUs."""
+        """CPUMAP-SIM-002: each page in exactly one place across both CPUs, a frame's or an
+        skb's frag pages with it; an order-0 page held while it lives, never after."""
         problems = pp.conservation_problems(self.pool, full=True)
         holders = self.holders()
         pages = {p.pfn: p for p in self.pool.pages()}
@@ -368,6 +473,14 @@ class CpumapSim:
                 problems.append(f"released page {pfn:#x} held with refcount {page.refcount}")
             if loc is pp.Loc.RELEASED and not held and page.refcount != 0:
                 problems.append(f"released page {pfn:#x} neither held nor freed")
+        for pfn, page in list(self._order0.items()):
+            held = pfn in holders
+            if held and page.refcount != 1:
+                problems.append(f"order-0 page {pfn:#x} held with refcount {page.refcount}")
+            elif not held and page.refcount:
+                problems.append(f"order-0 page {pfn:#x} neither held nor freed")
+            elif not held:
+                del self._order0[pfn]  # freed for good: a pfn is never handed out again
         return problems
 
     def check(self) -> None:
@@ -381,7 +494,7 @@ class CpumapSim:
         records of the stack, the cpumap drops and the recycle-stats total."""
         a, b = self.config.cpu_a, self.config.cpu_b
         out = {"source_cpu": 0, "destination_cpu": 0, "other": 0}
-        for rec in [*self.frees, *self.cpumap.frees]:
+        for rec in [*self.frees, *self.cpumap.frees, *self.rx_frees]:
             if rec.outcome in (pp.PutOutcome.CACHED,):
                 key = ("source_cpu" if rec.cpu == a else
                        "destination_cpu" if rec.cpu == b else "other")

@@ -162,7 +162,8 @@ def xdp_build_skb_from_frame(
 
     The skb is built around the frame's own buffer: the hard start is ``data -
     headroom - sizeof(struct xdp_frame)`` and the buffer size is ``frame_sz`` (kept as
-    ``truesize``; the kernel also counts ``struct sk_buff`` itself there).  With
+    ``truesize``; the kernel also counts ``struct sk_buff`` itself there); the skb is
+    pfmemalloc when its head page is or a frag page was (``XDP_FLAGS_FRAGS_PF_MEMALLOC``).  With
     ``pre_v6_4`` the kernel before commit 9c94bbf9a87b is modelled: no recycle mark,
     and a page_pool page leaves its pool (``xdp_release_frame``).
     """
@@ -171,6 +172,7 @@ def xdp_build_skb_from_frame(
     headroom = sizeof_frame + h.headroom
     hard_start = h.data - headroom
     skb = SkBuff(head=frame.page, head_start=hard_start, truesize=h.frame_sz)
+    skb.pfmemalloc = frame.page.pfmemalloc  # build_skb_around: the head page's pfmemalloc
     skb.data = hard_start + headroom  # skb_reserve(headroom)
     skb.len = h.len  # __skb_put(len)
     skb.meta_len = h.metasize

@@ -328,18 +328,24 @@ def test_engine_refuses_impossible_configs() -> None:
         CpumapSim(SimConfig()).run([("sleep", 1)])
 
 
-@pytest.mark.rule("CPUMAP-SIM-002", "CPUMAP-FATE-001", "CPUMAP-SIM-004")
+@pytest.mark.rule("CPUMAP-SIM-002", "CPUMAP-FATE-001", "CPUMAP-SIM-004", "CPUMAP-SIM-007")
 @given(pre=st.booleans(), order0=st.booleans(), free_on_a=st.booleans(),
        qsize=st.sampled_from([4, 16, 64]), pool_size=st.sampled_from([8, 64, 256]),
-       steps=st.lists(st.tuples(st.sampled_from(["rx", "kthread", "free"]),
+       frags=st.sampled_from([(), (1,), (0, 2), (17,)]),
+       steps=st.lists(st.tuples(st.sampled_from(["rx", "kthread", "free", "fail"]),
                                 st.integers(0, 30)), max_size=25))
 def test_ledger_and_fates_hold_at_every_step(pre: bool, order0: bool, free_on_a: bool,
                                              qsize: int, pool_size: int,
+                                             frags: tuple[int, ...],
                                              steps: list[tuple[str, int]]) -> None:
     mem = MemType.MEM_TYPE_PAGE_ORDER0 if order0 else MemType.MEM_TYPE_PAGE_POOL
     sim = CpumapSim(SimConfig(pre_v6_4=pre, mem_type=mem, qsize=qsize, pool_size=pool_size,
-                              free_cpu=A if free_on_a else None))
-    sim.run(steps)  # checks the ledger after every step
+                              free_cpu=A if free_on_a else None, frags=frags, frag_len=100))
+    for op, n in steps:
+        if op == "fail":  # the page allocator fails the next request or two
+            sim.allocator.fail(n % 3)
+        else:
+            sim.run([(op, n)])  # checks the ledger after every step
     fates = sim.fates()
     assert "?" not in fates
     c = Counter(fates)
@@ -347,13 +353,16 @@ def test_ledger_and_fates_hold_at_every_step(pre: bool, order0: bool, free_on_a:
     assert c[f"dropped:{DROP_SKB_ALLOC}"] == sum(t.drops for t in sim.cpumap.kthread_traces)
     stats = sim.pool.stats()
     a, r = stats.alloc_stats, stats.recycle_stats
+    pages = [1 + sim.config.frags_of(i) for i in range(len(fates))]
     if not order0:
-        assert a.fast + a.refill + a.slow == len(fates)
-        returned = sum(1 for f in [*sim.frees, *sim.cpumap.frees] if f.outcome is not None)
+        assert a.fast + a.refill + a.slow == sum(pages) + len(sim.rx_frees)
+        returned = sum(1 for f in [*sim.frees, *sim.cpumap.frees, *sim.rx_frees]
+                       if f.outcome is not None)
         assert r.cached + r.ring + r.ring_full + r.released_refcnt == returned
         assert r.released_refcnt == 0
         if pre:
-            built = sum(1 for f in fates if f in ("gro", "stack", "freed"))
+            built = sum(n for n, f in zip(pages, fates, strict=True)
+                        if f in ("gro", "stack", "freed"))
             assert sim.pool.pages_state_release_cnt - r.ring_full - a.waive == built
     if not free_on_a:
         assert sim.direct_pushes()["destination_cpu"] == 0

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import attrs
 import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -128,3 +129,9 @@ def test_totals_a_schema_cannot_state_are_limited() -> None:
     events = tuple({"op": "rx", "n": 10_000} for _ in range(11))
     with pytest.raises(InputError, match="at most 100000"):
         validate_scenario(Scenario(component="cpumap", events=events))
+    # CPUMAP-SIM-007: the limit counts pages, a packet's head and its frags.
+    frags = Scenario(component="cpumap", config={"frags": [0, 17]},
+                     events=({"op": "rx", "n": 6000},))
+    with pytest.raises(InputError, match="of up to 18 pages each; at most 100000 pages"):
+        validate_scenario(frags)
+    validate_scenario(attrs.evolve(frags, config={"frags": [0, 3]}))

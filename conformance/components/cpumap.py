@@ -10,16 +10,23 @@ config:  ``cpu_a`` (0), ``cpu_b`` (1), ``qsize`` (cpumap entry ring), ``pool_siz
          head allocations fail), ``max_entries`` (the map's slots) and ``nr_cpus`` (CPUs
          0 .. nr_cpus - 1 are possible), each one past the larger CPU when absent;
          ``ethertype`` (the frames' ethertype field, 0x86dd) and ``raw_802_3`` (the
-         payload starts 0xFFFF).
+         payload starts 0xFFFF); ``frags`` (a list of frag counts 0..17: the packet
+         received i-th is a multi-buffer frame with ``frags[i % len(frags)]`` frag pages
+         from the same source, each holding ``frag_len`` bytes, 1..3840, default 3840, at
+         the pool's offset 256: frag k of packet i holds bytes counting up modulo 256 from
+         ``(17 * i + 5 * k) % 256``; absent or empty: every frame is linear) (CPUMAP-SIM-007).
 events:  the schedule: ``{"op": "rx", "n": N}`` (one NAPI poll on CPU A receiving N
          packets, all redirected), ``{"op": "kthread", "n": K}`` (K kthread iterations on
          CPU B), ``{"op": "free", "n": N}`` (the stack frees the N oldest skbs),
          ``{"op": "fail_allocs", "n": N}`` (the page allocator fails the next N requests:
-         RX finds no page), ``{"op": "update", "n": Q}`` (``cpu_map_update_elem`` of CPU
-         B's slot with qsize Q and the same program: a fresh entry replaces the old one,
-         whose kthread drains the frames still queued in its ring before it stops; Q 0
-         deletes the entry, and an ``rx`` step must not follow until an update makes a new
-         one) (CPUMAP-MAP-002); ``{"op": "map_update", "key": K, "qsize": Q, "flags": F,
+         RX finds no page), ``{"op": "pfmemalloc", "n": N}`` (the page allocator's next N
+         pages come from the emergency reserves: ``page_is_pfmemalloc``; the pool never
+         recycles them) (SKB-BUILD-001), ``{"op": "update", "n": Q}``
+         (``cpu_map_update_elem`` of CPU B's slot with qsize Q and the same program: a
+         fresh entry replaces the old one, whose kthread drains the frames still queued
+         in its ring before it stops; Q 0 deletes the entry, and an ``rx`` step must not
+         follow until an update makes a new one) (CPUMAP-MAP-002);
+         ``{"op": "map_update", "key": K, "qsize": Q, "flags": F,
          "prog": {"prog_type": T, "expected_attach_type": A, "dev_bound": B}}``
          (``bpf_map_update_elem`` with any arguments; ``flags`` 0 and no program fd when
          absent; ``prog`` describes the program behind the fd, whose instructions are
@@ -31,12 +38,14 @@ observables: ``packets[i]``: ``fate`` (bulk, ring, gro, stack, freed, dropped:RE
          put_page for the head page of a freed skb, else null), ``skb`` (null without
          one: ``len``, ``data_len``, ``truesize``, ``headroom`` from the buffer start,
          ``meta_len``, ``protocol``, ``dev`` (the ifindex the frame arrived on),
-         ``data``: the sha256 of the linear bytes, first 16 hex digits); ``direct``:
-         alloc-cache
-         pushes by CPU (source_cpu, destination_cpu, other); ``cpumap``: tracepoint sums
-         (the kthread's with the second program's pass/drop/redirect counts) and GRO
-         flushes; ``stats``: the source pool's ``rx_pp_*`` counters; ``pool``:
-         hold/release/inflight; ``ledger``: steps checked and problems found; ``counts``;
+         ``data``: the sha256 of the linear bytes, first 16 hex digits, ``nr_frags``
+         (``skb_shinfo(skb)->nr_frags``), ``frag_data``: the sha256 of the bytes the
+         frags cover, in frag order, first 16 hex digits, null without frags, and
+         ``pfmemalloc`` (``skb->pfmemalloc``)); ``direct``: alloc-cache pushes by CPU
+         (source_cpu, destination_cpu, other); ``cpumap``: tracepoint sums (the kthread's
+         with the second program's pass/drop/redirect counts) and GRO flushes; ``stats``:
+         the source pool's ``rx_pp_*`` counters; ``pool``: hold/release/inflight;
+         ``ledger``: steps checked and problems found; ``counts``;
          ``map_ops``: the return code (0 or -errno) of each ``map_update``/``map_delete``.
 """
 
@@ -53,7 +62,7 @@ from conformance.components import Component, require
 from conformance.components.xdp import op_lists
 from conformance.scenario import Scenario
 from reference.cpumap import overflow_free_burst
-from reference.cpumap_sim import CpumapSim, SimConfig
+from reference.cpumap_sim import FRAG_LEN_MAX, CpumapSim, SimConfig
 from reference.kernel import resolve_kernel
 from reference.kfuncs import BPF_PROG_TYPE_XDP, BpfProg, LoadedBpfProg, MetadataOps
 from reference.page_pool.stats import ethtool_stats
@@ -81,6 +90,8 @@ def config_of(scenario: Scenario) -> SimConfig:
         max_entries=None if cfg.get("max_entries") is None else int(cfg["max_entries"]),
         nr_cpus=None if cfg.get("nr_cpus") is None else int(cfg["nr_cpus"]),
         ethertype=int(cfg.get("ethertype", 0x86DD)), raw_802_3=bool(cfg.get("raw_802_3", False)),
+        frags=tuple(int(n) for n in cfg.get("frags") or ()),
+        frag_len=int(cfg.get("frag_len", FRAG_LEN_MAX)),
     )
 
 
@@ -110,6 +121,8 @@ def run_event(sim: CpumapSim, ev: Any) -> None:
     op = str(ev["op"])
     if op == "fail_allocs":  # the page allocator fails the next N requests
         sim.allocator.fail(int(ev["n"]))
+    elif op == "pfmemalloc":  # the page allocator's next N pages are pfmemalloc
+        sim.allocator.pfmemalloc_next += int(ev["n"])
     elif op == "map_update":
         sim.map_update(int(ev["key"]), int(ev["qsize"]), int(ev.get("flags", 0)),
                        prog_of(ev))
@@ -142,14 +155,18 @@ def simulate(scenario: Scenario, trace: Trace | None = None,
 
 
 def _skb_obs(skb: SkBuff | None) -> dict[str, Any] | None:
-    """What a developer sees of an skb the kthread built (SKB-BUILD-001/002)."""
+    """What a developer sees of an skb the kthread built (SKB-BUILD-001/002), its frags
+    included (CPUMAP-MB-001)."""
     if skb is None:
         return None
     linear = bytes(skb.head.data[skb.data : skb.data + skb.len - skb.data_len])
+    paged = b"".join(f.view() for f in skb.frags)
     return {"len": skb.len, "data_len": skb.data_len, "truesize": skb.truesize,
             "headroom": skb.data - skb.head_start, "meta_len": skb.meta_len,
             "protocol": skb.protocol, "dev": skb.dev,
-            "data": hashlib.sha256(linear).hexdigest()[:16]}
+            "data": hashlib.sha256(linear).hexdigest()[:16], "nr_frags": len(skb.frags),
+            "frag_data": hashlib.sha256(paged).hexdigest()[:16] if skb.frags else None,
+            "pfmemalloc": skb.pfmemalloc}
 
 
 def tracepoint_totals(enq: Sequence[Any], kt: Sequence[Any],
@@ -209,6 +226,8 @@ FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("packets[*].free_path", ("SKB-FREE-001", "SKB-FREE-002")),
     ("packets[*].skb.protocol", ("SKB-BUILD-002",)),
     ("packets[*].skb.dev", ("CPUMAP-ENQ-001", "SKB-BUILD-002")),
+    ("packets[*].skb.nr_frags", ("SKB-BUILD-001", "CPUMAP-MB-001")),
+    ("packets[*].skb.frag_data", ("SKB-BUILD-001", "CPUMAP-SIM-007")),
     ("packets[*].skb*", ("SKB-BUILD-001",)),
     ("direct.*", ("CPUMAP-SIM-003",)),
     ("cpumap.enqueue.*", ("CPUMAP-ENQ-003",)),
@@ -220,7 +239,7 @@ FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pool.*", ("CPUMAP-SIM-004",)),
     ("ledger.*", ("CPUMAP-SIM-002",)),
     ("counts.received", ("CPUMAP-SIM-001",)),
-    ("counts.rx_alloc_failures", ("CPUMAP-SIM-001",)),
+    ("counts.rx_alloc_failures", ("CPUMAP-SIM-001", "CPUMAP-SIM-007")),
     ("counts.*", ("CPUMAP-FATE-001",)),
     ("map_ops[*]", ("CPUMAP-MAP-001", "CPUMAP-MAP-002", "CPUMAP-MAP-003")),
 )
@@ -333,10 +352,12 @@ def _config_text(cfg: SimConfig) -> str:
               else "MEM_TYPE_PAGE_ORDER0")
     free_cpu = cfg.cpu_b if cfg.free_cpu is None else cfg.free_cpu
     prog = "none" if cfg.second_prog is None else f"{len(cfg.second_prog)} op(s)"
+    frags = (f", frags {list(cfg.frags)} of {cfg.frag_len} bytes (CPUMAP-SIM-007)"
+             if any(cfg.frags) else "")
     return (f"cpumap: RX on CPU {cfg.cpu_a}, redirected to the entry of CPU {cfg.cpu_b}; "
             f"qsize {cfg.qsize}, source pool_size {cfg.pool_size}, memory {memory}, frame_len "
             f"{cfg.frame_len}, the stack frees on CPU {free_cpu}, second program {prog}, "
-            f"pre_v6_4 {'true' if cfg.pre_v6_4 else 'false'} (CPUMAP-SIM-001)")
+            f"pre_v6_4 {'true' if cfg.pre_v6_4 else 'false'} (CPUMAP-SIM-001){frags}")
 
 
 def _free_text(rec: PageFree, rule: str) -> str:
@@ -368,6 +389,11 @@ def explain(scenario: Scenario) -> str:
             sim.allocator.fail(count)
             lines.append(f"event {n}: fail_allocs {count} -> the page allocator fails the "
                          f"next {count} request(s) (CPUMAP-SIM-001)")
+            continue
+        if op == "pfmemalloc":
+            sim.allocator.pfmemalloc_next += count
+            lines.append(f"event {n}: pfmemalloc {count} -> the page allocator's next {count} "
+                         "page(s) come from the reserves (CPUMAP-SIM-001, SKB-BUILD-001)")
             continue
         ev = scenario.events[n]
         run_event(sim, ev)
@@ -417,7 +443,10 @@ def explain(scenario: Scenario) -> str:
     source = "page_pool page" if cfg.mem_type == MemType.MEM_TYPE_PAGE_POOL else "order-0 page"
     for i, frame in enumerate(sim.frames):
         page = pp_page_of(frame.page)
-        lines.append(f"packet {i}: {source} pfn {page.pfn:#x}, received at event "
+        nfrags = cfg.frags_of(i)
+        with_frags = (f" and {nfrags} frag page(s) of {cfg.frag_len} bytes (CPUMAP-SIM-007)"
+                      if nfrags else "")
+        lines.append(f"packet {i}: {source} pfn {page.pfn:#x}{with_frags}, received at event "
                      f"{story.received[i]} on CPU {cfg.cpu_a} -> XDP_REDIRECT, bulked for "
                      f"CPU {cfg.cpu_b} (CPUMAP-SIM-001, CPUMAP-ENQ-001)")
         if i in story.dropped:
@@ -433,6 +462,10 @@ def explain(scenario: Scenario) -> str:
             lines.append(f"  kthread at event {story.built[i]} on CPU {cfg.cpu_b} -> skb len "
                          f"{skb.len}, protocol {skb.protocol:#06x}, CHECKSUM_NONE, no hash, "
                          "queue 0 (SKB-BUILD-001, SKB-BUILD-002)")
+            if skb.frags:
+                lines.append(f"  frags -> {len(skb.frags)} frag page(s) in the skb, data_len "
+                             f"{skb.data_len}, truesize {skb.truesize}; freed before the head "
+                             "(SKB-BUILD-001, CPUMAP-MB-001)")
             if cfg.pre_v6_4 and cfg.mem_type == MemType.MEM_TYPE_PAGE_POOL:
                 lines.append("  pre-v6.4 -> page released from its pool, no recycle mark "
                              "(SKB-BUILD-004)")
@@ -468,6 +501,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
                                          + [int(MemType.MEM_TYPE_PAGE_ORDER0)])),
         "pre_v6_4": draw(st.booleans()),
     }
+    multi_buffer = draw(st.integers(0, 2)) > 0  # two in three: frags, drawn at the end
     if draw(st.integers(0, 3)) == 0:
         config["free_cpu"] = 0  # the stack frees on the source CPU (the pool's NAPI CPU)
     # SKB-BUILD-002: eth_type_trans on each side of 0x0600, raw 802.3 and 802.2 below it.
@@ -500,8 +534,32 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             events.append({"op": "update", "n": draw(st.sampled_from([8, 16, 64]))})
     events.append({"op": "kthread", "n": draw(st.integers(0, 20))})
     events.append({"op": "free", "n": draw(st.integers(0, 200))})
+    if multi_buffer:  # CPUMAP-SIM-007, CPUMAP-MB-001: multi-buffer frames
+        config.update(frag_config(draw, config.get("second_prog")))
+    if draw(st.integers(0, 3)) < (2 if multi_buffer else 1):  # SKB-BUILD-001: pages from
+        # the emergency reserves: a page_pool's first slow-path bulk (64 pages, handed out
+        # last first) but its last page, so the first packet's frags and not its head, or
+        # the whole bulk, or more
+        at = draw(st.sampled_from([0, 0, 0, len(events) // 2]))
+        n = draw(st.sampled_from([63, 63, 64, 200, 1]) | st.integers(1, 200))
+        events.insert(at, {"op": "pfmemalloc", "n": n})
     return Scenario(component="cpumap", config=config, events=tuple(events),
                     rules=("CPUMAP-FATE-001", "CPUMAP-SIM-002"))
+
+
+def frag_config(draw: st.DrawFn, prog: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """Frag counts cycled over the packets (linear frames among them now and then, up to
+    MAX_SKB_FRAGS) and a frag length; with a program on the entry, two times in three a tail
+    shrink first that releases whole frags, or stops one byte either side (CPUMAP-MB-001,
+    XDP-ADJ-009)."""
+    frag_len = draw(st.sampled_from([1, 14, 1000, 3840]) | st.integers(1, 3840))
+    out: dict[str, Any] = {
+        "frags": draw(st.lists(st.sampled_from([0, 1, 1, 2, 3, 17]), min_size=1, max_size=3)),
+        "frag_len": frag_len}
+    if prog is not None and draw(st.integers(0, 2)) > 0:
+        delta = -draw(st.integers(1, 2)) * frag_len + draw(st.sampled_from([-1, 0, 0, 1]))
+        out["second_prog"] = [{"op": "adjust_tail", "delta": delta}, *prog]
+    return out
 
 
 @st.composite

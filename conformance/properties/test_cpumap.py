@@ -1,9 +1,10 @@
 """cpumap properties: the same schedule gives every redirected packet the same fate, the
 same recycle marks and free paths, the same alloc-cache pushes by CPU, the same
-tracepoint sums and pool counters, the same skbs (length, truesize, headroom, bytes), and
-a page ledger that holds at every step; under both kernel switches (v6.4+ recycling and
-the pre-v6.4 release), with and without a program on the entry and failing skb heads, and
-with the entry replaced (or deleted and made again) while frames are queued."""
+tracepoint sums and pool counters, the same skbs (length, truesize, headroom, bytes, frags),
+and a page ledger that holds at every step; under both kernel switches (v6.4+ recycling and
+the pre-v6.4 release), with and without a program on the entry and failing skb heads, with
+linear and multi-buffer frames (frag pages from the same source, CPUMAP-MB-001), and with
+the entry replaced (or deleted and made again) while frames are queued."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ COMPONENT = cpumap.COMPONENT
                   "SKB-BUILD-004", "SKB-FREE-001", "SKB-FREE-002", "SKB-BUILD-001",
                   "SKB-BUILD-002", "SKB-FREE-003", "CPUMAP-ENQ-001", "CPUMAP-ENQ-002",
                   "CPUMAP-ENQ-004", "CPUMAP-KT-001", "CPUMAP-KT-002", "CPUMAP-KT-003",
-                  "SKB-FREE-004", "CPUMAP-SIM-001", "CPUMAP-MAP-002", "CPUMAP-SIM-006")
+                  "SKB-FREE-004", "CPUMAP-SIM-001", "CPUMAP-MAP-002", "CPUMAP-SIM-006",
+                  "CPUMAP-MB-001", "CPUMAP-SIM-007")
 @given(scenario=cpumap.scenarios())
 def test_cpumap_agrees_with_reference(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)

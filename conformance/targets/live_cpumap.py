@@ -15,7 +15,7 @@ reproducible live when its outcome does not depend on that interleaving
 - the entry's program, if any, is only a verdict (``[{"op": "return", ...}]``): the live
   second program returns the scenario's verdict;
 - nothing the kernel cannot be made to do: no page allocation or skb head failures, no
-  pre-v6.4 switch.
+  pfmemalloc pages, no pre-v6.4 switch, no multi-buffer frames (``frags``).
 
 Any other schedule is *not applicable*.  What the live run reports
 (:data:`LIVE_REPORTS`) comes from the kernel: the tracepoint sums (without ``sched``,
@@ -70,6 +70,8 @@ def plan(scenario: Scenario) -> list[int]:
         raise NotApplicable("live cpumap: the live frames are UDP datagrams over IPv4")
     if int(cfg.get("skb_alloc_fail", 0)):
         raise NotApplicable("live cpumap: skb head allocation failures cannot be injected")
+    if any(int(n) for n in cfg.get("frags") or ()):
+        raise NotApplicable("live cpumap: the live veth pair sends linear frames only")
     verdict_of(scenario)
     try:
         sim = CpumapSim(config_of(scenario))
@@ -80,8 +82,9 @@ def plan(scenario: Scenario) -> list[int]:
         raise NotApplicable(f"live cpumap: CPU {sim.config.cpu_b} is not possible here")
     bursts: list[int] = []
     for op, n in schedule_of(scenario):
-        if op == "fail_allocs":
-            raise NotApplicable("live cpumap: page allocation failures cannot be injected")
+        if op in ("fail_allocs", "pfmemalloc"):
+            raise NotApplicable("live cpumap: page allocation failures and pfmemalloc pages "
+                                "cannot be injected")
         if op in ("map_update", "map_delete"):
             raise NotApplicable("live cpumap: the live map has its own slots and the host's "
                                 "possible CPUs, not the scenario's max_entries and nr_cpus "
