@@ -23,6 +23,7 @@ cost only the survivors nobody has judged yet whose code the default kernel neve
 
 from __future__ import annotations
 
+import functools
 import sys
 import types
 from pathlib import Path
@@ -50,6 +51,16 @@ def _load(source: str) -> types.ModuleType | None:
     finally:
         del sys.modules[name]
     return module
+
+
+@functools.lru_cache(maxsize=2)
+def _pristine(source: str) -> types.ModuleType:
+    """The repository's own gate table, loaded once per source text (every mutant asks
+    for its supported trees)."""
+    table = _load(source)
+    if table is None:  # pragma: no cover - the repository's own kernel.py loads
+        raise RuntimeError(f"{GATED} does not load")
+    return table
 
 
 def _candidates(*tables: Any) -> list[Any]:
@@ -93,9 +104,7 @@ def kernels_for(mutant: Mutant, root: Path, *, default_only: bool = False) -> tu
     down, or the default alone when the caller says so (``default_only``: a mutant judged
     equivalent already, or one whose line the default kernel's run executes)."""
     source = (root / GATED).read_text()
-    pristine = _load(source)
-    if pristine is None:  # pragma: no cover - the repository's own kernel.py loads
-        raise RuntimeError(f"{GATED} does not load")
+    pristine = _pristine(source)
     everywhere = tuple(str(v) for _, v in sorted(pristine.SUPPORTED.items()))
     if mutant.path != GATED:
         return () if default_only else tuple(reversed(everywhere))
