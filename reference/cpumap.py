@@ -318,11 +318,9 @@ class CpuMap:
             emit(trace, "CPUMAP-KT-003", "no skb head: frames returned", drops=kmem_alloc_drops)
         skbs = [xdp_build_skb_from_frame(f, f.dev_rx, pre_v6_4=self.pre_v6_4, trace=trace)
                 for f in frames]
-        if trace is not None:
-            for skb in skbs:
-                if skb.frags:
-                    emit(trace, "CPUMAP-MB-001", "the skb holds the frame's frag pages",
-                         nr_frags=len(skb.frags), data_len=skb.data_len)
+        if trace is not None and any(skb.frags for skb in skbs):
+            emit(trace, "CPUMAP-MB-001", "skbs hold their frames' frag pages",
+                 nr_frags=[len(skb.frags) for skb in skbs])
         kt = KthreadTrace(entry.map_id, n, kmem_alloc_drops, sched, stats["pass"],
                           stats["drop"], stats["redirect"])
         self.kthread_traces.append(kt)

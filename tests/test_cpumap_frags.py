@@ -206,3 +206,22 @@ def test_pfmemalloc_comes_from_the_head_page_or_any_frag_page() -> None:
     r = sim.pool.stats().recycle_stats
     assert (r.ring, r.released_refcnt) == (1, 3) and sim.allocator.freed == 3
     assert sim.ledger_problems() == []
+
+
+@pytest.mark.rule("CPUMAP-SIM-007", "CPUMAP-SIM-002")
+def test_an_order0_packet_that_cannot_get_its_frag_puts_its_head_back() -> None:
+    # With order-0 pages each page is one allocator request; make the second fail.
+    class SecondFails(pp.PageAllocator):
+        calls = 0
+
+        def alloc_pages_node(self, nid: int, order: int, local_nid: int) -> pp.Page | None:
+            SecondFails.calls += 1
+            return None if SecondFails.calls == 2 else super().alloc_pages_node(nid, order,
+                                                                                 local_nid)
+
+    sim = CpumapSim(SimConfig(mem_type=MemType.MEM_TYPE_PAGE_ORDER0, frags=(1,)))
+    sim.allocator = SecondFails()
+    sim.run([("rx", 1)])
+    assert sim.rx_alloc_failures == 1 and sim.frames == []
+    assert [(r.path, r.outcome, r.cpu) for r in sim.rx_frees] == [(FreePath.PUT_PAGE, None, A)]
+    assert sim.allocator.live == 0 and sim.ledger_problems() == []
