@@ -36,6 +36,12 @@ CASES: list[tuple[str, Packet, int]] = [
     ("ipv6 udp", Ether() / IPv6() / UDP() / PAY, 14 + 40 + 8),
     ("ipv6 flow label does not stop the walk", Ether() / IPv6(fl=7) / TCP() / PAY,
      14 + 40 + 20),
+    # A label stop would end at the IPv6 header here (54): only an extension header or a
+    # fragment header after it tells a stop from a walk.
+    ("ipv6 flow label, hop-by-hop: still walked to L4",
+     Ether() / IPv6(fl=0xA5C3E) / IPv6ExtHdrHopByHop() / TCP() / PAY, 14 + 40 + 8 + 20),
+    ("ipv6 flow label, first fragment: still walked to L4",
+     Ether() / IPv6(fl=1) / IPv6ExtHdrFragment(m=1) / UDP() / PAY, 14 + 40 + 8 + 8),
     ("ipv6 hop-by-hop", Ether() / IPv6() / IPv6ExtHdrHopByHop() / UDP() / PAY,
      14 + 40 + 8 + 8),
     ("ipv6 routing header", Ether() / IPv6() / IPv6ExtHdrRouting(addresses=[]) / UDP() / PAY,

@@ -228,6 +228,9 @@ def length_field_frames(draw: st.DrawFn) -> bytes:
 _OTHER_PROTOCOLS = (50, 51, 2, 33, 136, 253, 44)
 #: The fixed header each L4 needs (PKT-L4-001..004); TCP grows to its data offset.
 _L4_NEED = {"tcp": 20, "udp": 8, "sctp": 12, "icmp": 8}
+#: A non-zero IPv6 flow label, all 20 bits varied (the hashing walk stops at any label,
+#: VETH-KF-002; ``eth_get_headlen``'s never does, PKT-L4-007).
+_FLOW_LABEL = 0xA5C3E
 
 
 def _l4_layer(kind: str, v6: bool, doff: int) -> Packet:
@@ -252,7 +255,8 @@ def header_frames(draw: st.DrawFn, *, wellformed: bool = True) -> bytes:
       datagrams, first and later fragments (PKT-IP4-005), and (``wellformed=False``) a
       header checksum that does not verify;
     - IPv6 with hop-by-hop, destination-options, routing, AH and fragment headers
-      (PKT-IP6-003..006);
+      (PKT-IP6-003..006), with a flow label of zero or not (the label stops the hashing
+      walk, VETH-KF-002, but not ``eth_get_headlen``'s, PKT-L4-007);
     - TCP (data offset 5, 6, 15), UDP, SCTP, ICMP/ICMPv6 and other protocols
       (PKT-L4-005), the upper-layer header ending exactly at the datagram's end, one byte
       short of it inside a first fragment (PKT-L4-006), or followed by payload;
@@ -277,7 +281,9 @@ def header_frames(draw: st.DrawFn, *, wellformed: bool = True) -> bytes:
     exts = draw(st.lists(st.sampled_from(["hbh", "dst", "rt", "ah"]), max_size=2)) if v6 else []
     ihl = 5 if v6 else draw(st.sampled_from([5, 6, 7, 15] + ([] if wellformed else [4])))
     bad = not wellformed and not v6 and draw(st.integers(0, 3)) == 0
-    return header_frame(tuple(tags), v6, kind, proto, doff, frag, cut, tuple(exts), ihl, bad)
+    label = draw(st.sampled_from([0, 0, _FLOW_LABEL])) if v6 else 0
+    return header_frame(tuple(tags), v6, kind, proto, doff, frag, cut, tuple(exts), ihl, bad,
+                        flow_label=label)
 
 
 @functools.cache
@@ -308,8 +314,11 @@ def header_cases(*, wellformed: bool = True) -> tuple[bytes, ...]:
                             exts = (("hbh", "dst", "rt", "ah")[n // 2 % 4],) if v6 and n % 2 \
                                 else ()
                             bad = not wellformed and not v6 and n % 3 == 0
+                            # every third IPv6 frame has a flow label (PKT-L4-007, VETH-KF-002)
+                            label = _FLOW_LABEL if v6 and n % 3 == 0 else 0
                             out.append(header_frame(tags_cycle[n % 4], v6, kind, proto, doff,
-                                                    frag, cut, exts, ihls[0], bad))
+                                                    frag, cut, exts, ihls[0], bad,
+                                                    flow_label=label))
     if not wellformed:
         out.append(header_frame((), False, "udp", None, 5, "none", "whole", (), 4, False))
         out += _walk_edge_frames()
@@ -352,12 +361,12 @@ def _walk_edge_frames() -> list[bytes]:
 
 def header_frame(tags: tuple[tuple[int, int], ...], v6: bool, kind: str, proto: int | None,
                  doff: int, frag: str, cut: str, exts: tuple[str, ...], ihl: int,
-                 bad_checksum: bool) -> bytes:
+                 bad_checksum: bool, *, flow_label: int = 0) -> bytes:
     """One frame of :func:`header_frames`: ``tags`` (TPID, TCI) outermost first; ``kind``
     tcp/udp/sctp/icmp/other (``proto`` its number); ``frag`` none/first/later; ``cut``:
     the datagram ends ``whole`` (4 payload bytes after the L4 header), ``exact``ly at the
     header's end, ``short`` of it by one byte, one byte past it (``plus1``) or after 8
-    bytes of ``payload``."""
+    bytes of ``payload``; ``flow_label``: the IPv6 header's 20-bit flow label."""
     pkt: Packet = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
     for tpid, tci in tags:
         pkt.lastlayer().type = tpid
@@ -367,7 +376,7 @@ def header_frame(tags: tuple[tuple[int, int], ...], v6: bool, kind: str, proto: 
     l4: Packet = Raw(bytes(range(16))) if kind == "other" else _l4_layer(kind, v6, max(doff, 5))
     l3: Packet
     if v6:
-        l3 = IPv6(src="2001:db8::1", dst="2001:db8::7")
+        l3 = IPv6(src="2001:db8::1", dst="2001:db8::7", fl=flow_label)
         chain = [*exts, *(["frag"] if frag != "none" else [])]
         # scapy fills no AH next header: the number of whatever follows it.
         after = [*chain[1:], proto if proto is not None else kind]
