@@ -159,13 +159,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_ERROR  # pragma: no cover - argparse enforces the sub-command
 
 
-def conformance(args: argparse.Namespace) -> int:
+def conformance(args: argparse.Namespace, *, properties: Sequence[str] = (),
+                extra: Sequence[str] = ()) -> int:
+    """Run the suite: the ``--driver`` components' properties, or (for the mutation runner,
+    :mod:`conformance.mutation.suite`) only ``properties``, node ids such as
+    ``test_rss.py::test_hash``; ``extra`` goes to pytest as it is."""
     unknown = sorted(set(args.driver) - set(_components()))
     if unknown:
         raise UsageError(f"--driver {', '.join(unknown)}: no such driver or component; "
                          f"known: {', '.join(_components())}")
     paths = [str(PROPERTIES_DIR / f"test_{d}.py") for d in args.driver] or [str(PROPERTIES_DIR)]
-    return run_suite(args, paths)
+    if properties:
+        paths = [str(PROPERTIES_DIR / p) for p in properties]
+    return run_suite(args, paths, extra)
 
 
 def run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str] = ()) -> int:

@@ -5,15 +5,18 @@ Examples::
     rx-oracle mutate                          # the default seeded sample, 2 workers
     rx-oracle mutate --sample 40 --seed 7 --component rss
     rx-oracle mutate --module reference/rss.py --all --list
-    rx-oracle mutate --coverage               # reach: branch coverage of the ci run
+    rx-oracle mutate --coverage               # reach: branch coverage of the ci run, and
+                                              # which properties run each line (selection)
     rx-oracle mutate --again mutation-out     # the survivors of an earlier run, once more
 
 Results go to ``--out`` (default ``mutation-out/``): ``results.jsonl`` (one mutant per
 line) and ``summary.md`` (per component: mutants, killed, killed by crash, timed out,
 survived, kill rate, kills under a rule of the mutated function; then the survivors).
 After ``--coverage`` into the same ``--out``, the summary marks each survivor the ci
-run never executes.  A user mistake (an unknown component or module, a non-positive
-number) is one line on stderr and exit status 2.
+run never executes, and each mutant is run against only the properties that execute its
+line, at only the kernels where some property does (:mod:`conformance.mutation.selection`;
+``--every-property`` turns that off).  A user mistake (an unknown component or module, a
+non-positive number) is one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -76,6 +79,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="stop each suite run at its first failing property (a full run in "
                         "about 4/5 of the time; kills under own rule then count only that "
                         "property's rules)")
+    m.add_argument("--every-property", action="store_true",
+                   help="run every property of the checking components against each mutant "
+                        "even when --out holds a fresh selection.json from --coverage")
     m.add_argument("--again", type=Path, metavar="DIR",
                    help="run the current mutants matching DIR/results.jsonl's survivors "
                         "(by module, function, operator and text: line numbers move)")
@@ -84,7 +90,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "stopped part-way, on the same source) and run only the rest")
     m.add_argument("--list", action="store_true", help="list the selected mutants, run nothing")
     m.add_argument("--coverage", action="store_true",
-                   help="instead: branch coverage of reference/ by the ci suite, per module")
+                   help="instead: branch coverage of reference/ by the ci suite, per module; "
+                        "and which properties execute each line at each supported kernel "
+                        "(selection.json: later runs into the same --out use it)")
     m.add_argument("--rejudge", action="store_true",
                    help="instead: rewrite --out's summary.md from its results.jsonl with the "
                         "registry, conformance/mutation/equivalents/ (runs no mutant)")
@@ -199,6 +207,8 @@ def _module_path(text: str, modules: list[str]) -> str:
 def _run(args: argparse.Namespace, mutants: list[Mutant],
          checked_by: dict[str, tuple[str, ...]]) -> int:
     from conformance.mutation import reach, report, runner
+    from conformance.mutation import selection as selection_mod
+    from conformance.mutation.selection import SELECTION
 
     limits = runner.Limits(mutant=args.mutant_timeout, request=args.request_timeout,
                            shrink=args.shrink,
@@ -220,6 +230,10 @@ def _run(args: argparse.Namespace, mutants: list[Mutant],
              f"({args.out / reach.COVERAGE})" if executed is not None
              else "every survivor not judged equivalent")
     print(f"judged again at the older supported trees: {older}", file=sys.stderr, flush=True)
+    chosen = None if args.every_property else selection_mod.load(args.out, ROOT)
+    runs = (f"only the properties that execute the mutated line ({args.out / SELECTION})"
+            if chosen is not None else "every property of the checking components")
+    print(f"each run: {runs}", file=sys.stderr, flush=True)
     start = time.monotonic()
 
     with journal.open("a" if args.resume else "w") as log:
@@ -235,7 +249,7 @@ def _run(args: argparse.Namespace, mutants: list[Mutant],
 
         fresh = runner.run_all(((m, checked_by[m.path]) for m in todo), root=ROOT,
                                jobs=args.jobs, limits=limits, on_result=progress,
-                               executed=executed)
+                               executed=executed, selection=chosen)
     wall = time.monotonic() - start
     order = {m.id: i for i, m in enumerate(mutants)}
     results = sorted([*kept, *fresh], key=lambda r: order[r.mutant.id])
@@ -245,7 +259,7 @@ def _run(args: argparse.Namespace, mutants: list[Mutant],
                  else "all" if args.all else f"sample {args.sample}, seed {args.seed}")
     if args.first_failure:
         selection += "; each run up to its first failing property"
-    selection += f"; at the older trees: {older}"
+    selection += f"; at the older trees: {older}; each run: {runs}"
     cpu = sum(r.cpu_seconds for r in results)
     header = (f"{len(results)} mutants ({selection}), -j {args.jobs}: wall time {wall:.0f} s, "
               f"CPU time {cpu:.0f} s")

@@ -64,17 +64,14 @@ def measure(out: Path, *, root: Path = ROOT, python: str = sys.executable) -> li
 
     Raises :class:`RuntimeError` if coverage is missing or the suite could not run.
     """
+    from conformance.mutation import selection
+
     out.mkdir(parents=True, exist_ok=True)
     data = (out / ".coverage").resolve()
+    data.unlink(missing_ok=True)
     env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
-    run = [python, "-m", "coverage", "run", "--branch", f"--source={root / 'reference'}",
-           f"--data-file={data}", "-m", "conformance.cli", "conformance", "--profile", "ci",
-           "--report", str((out / "ci-report.json").resolve())]
-    proc = subprocess.run(run, cwd=root, env=env, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True, check=False)
-    if proc.returncode not in (0, 1):  # 1: some rule failed, coverage is still meaningful
-        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-        raise RuntimeError(f"the suite under coverage exited {proc.returncode}: {tail}")
+    selection.run_coverage(selection.coverage_command(
+        python, root, data, None, (out / "ci-report.json").resolve()), root)
     report = (out / COVERAGE).resolve()
     subprocess.run([python, "-m", "coverage", "json", f"--data-file={data}", "-o", str(report),
                     "-q"], cwd=root, env=env, check=True, stdout=subprocess.DEVNULL)
@@ -164,8 +161,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(out: Path) -> int:
     """Measure, print the table and the missed branches by kind (refusal, explanation,
     justified, open: :mod:`conformance.mutation.unreached`), write both to
-    ``out/reach.md`` and the open branches to ``out/unreached.md``; 2 on failure."""
-    from conformance.mutation import unreached
+    ``out/reach.md`` and the open branches to ``out/unreached.md``; then run the suite under
+    coverage at each older supported tree too and write ``out/selection.json`` (which
+    properties run each line, per kernel: :mod:`conformance.mutation.selection`); 2 on
+    failure."""
+    from conformance.mutation import selection, unreached
+    from reference.kernel import DEFAULT_KERNEL, SUPPORTED
 
     try:
         import coverage  # noqa: F401  - only to fail early with a clear message
@@ -176,6 +177,8 @@ def run(out: Path) -> int:
     try:
         modules = measure(out)
         branches = unreached.from_report(out / "coverage.json", ROOT)
+        older = [str(v) for v in sorted(SUPPORTED.values()) if v != DEFAULT_KERNEL]
+        selection.measure(out, out / ".coverage", older)
     except unreached.JustificationError as exc:
         print(f"rx-oracle: {exc}", file=sys.stderr)
         return 2

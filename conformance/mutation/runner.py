@@ -46,6 +46,8 @@ import attrs
 from conformance.mutation import equivalents, gates
 from conformance.mutation.mutator import Mutant
 from conformance.mutation.reach import never_executed
+from conformance.mutation.selection import SELECTION, Selection
+from reference.kernel import DEFAULT_KERNEL
 
 KILLED, CRASHED, TIMED_OUT, SURVIVED = "killed", "killed by crash", "timed out", "survived"
 OUTCOMES = (KILLED, CRASHED, TIMED_OUT, SURVIVED)
@@ -116,18 +118,23 @@ class MutantResult:
 
 def suite_argv(
     python: str, mutant_dir: Path, root: Path, components: Sequence[str], report: Path,
-    limits: Limits, kernel: str | None = None,
+    limits: Limits, kernel: str | None = None, properties: Sequence[str] | None = None,
 ) -> list[str]:
     """The suite command for one mutant (its target command is the exec spec), judged at
-    ``kernel`` (the default kernel when None)."""
+    ``kernel`` (the default kernel when None), by ``components``' properties or, given
+    ``properties``, by those alone."""
     serve = ["env", f"PYTHONPATH={mutant_dir}{os.pathsep}{root}", "PYTHONDONTWRITEBYTECODE=1",
              python, "-m", "conformance.cli", "serve", "--target", "reference"]
     argv = [python, "-m", "conformance.mutation.suite", *(["--shrink"] if limits.shrink else []),
             *(["--first-failure"] if limits.first_failure else []),
             "--target", "exec:" + shlex.join(serve),
             "--timeout", f"{limits.request:g}", "--report", str(report)]
-    for component in components:
-        argv += ["--driver", component]
+    if properties:
+        for nodeid in properties:
+            argv += ["--property", nodeid]
+    else:
+        for component in components:
+            argv += ["--driver", component]
     if kernel is not None:
         argv += ["--kernel", kernel]
     return argv
@@ -142,12 +149,22 @@ def run_mutant(
     python: str = sys.executable,
     scratch: Path | None = None,
     kernels: Sequence[str] = (),
+    selection: Selection | None = None,
 ) -> MutantResult:
     """Run the suite's ``components`` against ``mutant``; never writes under ``root``.
 
     With ``kernels``, the suite runs once per kernel version, in order, until one run
     detects the mutant (the result is that run's, with the CPU time of all of them).
+    With ``selection``, each run is of the properties that execute the mutated line at
+    that kernel, and a kernel where none does is skipped (a mutant no property can see
+    anywhere survives without running: :mod:`conformance.mutation.selection`).
     """
+    plan = _plan(mutant, components, kernels, selection)
+    if not plan:
+        where = ", ".join(kernels) if kernels else str(DEFAULT_KERNEL)
+        return MutantResult(mutant, tuple(components), SURVIVED, 0, 0.0,
+                            detail=f"no property of {', '.join(components)} executes the "
+                                   f"line at {where} ({SELECTION})")
     source = (root / mutant.path).read_text()
     with tempfile.TemporaryDirectory(prefix="rx-mutant-", dir=scratch) as tmp_name:
         tmp = Path(tmp_name).resolve()
@@ -161,10 +178,11 @@ def run_mutant(
         start = time.monotonic()
         cpu = 0.0
         ran: list[str] = []
-        for kernel in (kernels or (None,)):
+        for kernel, properties in plan:
             report = tmp / "report.json"
             report.unlink(missing_ok=True)
-            argv = suite_argv(python, mutant_dir, root, components, report, limits, kernel)
+            argv = suite_argv(python, mutant_dir, root, components, report, limits, kernel,
+                              properties)
             env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
             code, stderr, spent = _run(argv, cwd=tmp, env=env, limit=limits.mutant)
             cpu += spent
@@ -176,6 +194,21 @@ def run_mutant(
         seconds = time.monotonic() - start
     result = classify(mutant, tuple(components), code, stderr, failed, seconds)
     return attrs.evolve(result, cpu_seconds=cpu, kernels=tuple(ran))
+
+
+def _plan(
+    mutant: Mutant, components: Sequence[str], kernels: Sequence[str],
+    selection: Selection | None,
+) -> list[tuple[str | None, tuple[str, ...] | None]]:
+    """The runs to make: (kernel or None for the default, the properties to run or None
+    for all of ``components``'), leaving out kernels where no property runs the line."""
+    plan: list[tuple[str | None, tuple[str, ...] | None]] = []
+    for kernel in (kernels or (None,)):
+        properties = None if selection is None else selection.properties(
+            mutant, kernel or str(DEFAULT_KERNEL), components)
+        if properties != ():
+            plan.append((kernel, properties))
+    return plan
 
 
 def classify(
@@ -206,6 +239,7 @@ def run_all(
     limits: Limits = Limits(),
     on_result: Callable[[MutantResult], None] | None = None,
     executed: Mapping[str, frozenset[int]] | None = None,
+    selection: Selection | None = None,
 ) -> list[MutantResult]:
     """Run every (mutant, components) pair, ``jobs`` at a time; results in input order.
 
@@ -222,7 +256,8 @@ def run_all(
     results: list[MutantResult | None] = [None] * len(items)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(run_mutant, m, c, root=root, limits=limits,
-                               kernels=gates.kernels_for(m, root, default_only=default_only(m))): i
+                               kernels=gates.kernels_for(m, root, default_only=default_only(m)),
+                               selection=selection): i
                    for i, (m, c) in enumerate(items)}
         for future in as_completed(futures):
             result = future.result()

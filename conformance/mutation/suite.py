@@ -13,7 +13,13 @@ report says ``skip`` for their rules).  The report then names only that property
 rules, so the share of kills under a rule of the mutated function is measured without it
 (the seeded sample); a full run may use it (about a fifth less CPU time).
 
-Usage: ``python -m conformance.mutation.suite [--shrink] [--first-failure] CONFORMANCE-ARGS...``.
+``--property NODEID`` (repeatable) runs only those properties instead of the
+``--driver`` components' files: the ones that execute the mutated line
+(:mod:`conformance.mutation.selection`).  ``--contexts`` loads the plugin that names each
+property's lines for coverage (:mod:`conformance.mutation.contexts`).
+
+Usage: ``python -m conformance.mutation.suite [--shrink] [--first-failure]
+[--property NODEID]... [--contexts] CONFORMANCE-ARGS...``.
 """
 
 from __future__ import annotations
@@ -23,30 +29,36 @@ import sys
 from collections.abc import Sequence
 
 
+def _own_options() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--shrink", action="store_true")
+    p.add_argument("--first-failure", action="store_true")
+    p.add_argument("--contexts", action="store_true")
+    p.add_argument("--property", action="append", default=[], dest="properties")
+    return p
+
+
 def main(argv: Sequence[str]) -> int:
     from hypothesis import Phase, settings
 
     from conformance import cli, profiles
+    from conformance.usage import UsageError
 
-    args = list(argv)
-    ci, whole_suite = profiles.PROFILES["ci"], cli.run_suite
-    if "--shrink" in args:
-        args.remove("--shrink")
-    else:
+    own, rest = _own_options().parse_known_args(list(argv))
+    args = cli._parser().parse_args(["conformance", *rest])
+    extra = [*(["-x"] if own.first_failure else []),
+             *(["-p", "conformance.mutation.contexts"] if own.contexts else [])]
+    ci = profiles.PROFILES["ci"]
+    if not own.shrink:
         profiles.PROFILES["ci"] = settings(ci, phases=(Phase.explicit, Phase.reuse,
                                                        Phase.generate))
-    if "--first-failure" in args:
-        args.remove("--first-failure")
-
-        def up_to_first_failure(args: argparse.Namespace, paths: list[str],
-                                extra: Sequence[str] = ()) -> int:
-            return whole_suite(args, paths, [*extra, "-x"])
-
-        cli.run_suite = up_to_first_failure
     try:
-        return cli.main(["conformance", *args])
+        return cli.conformance(args, properties=own.properties, extra=extra)
+    except UsageError as exc:
+        print(f"rx-oracle: {exc}", file=sys.stderr)
+        return cli.EXIT_ERROR
     finally:  # the same process may run the suite again (tests do)
-        profiles.PROFILES["ci"], cli.run_suite = ci, whole_suite
+        profiles.PROFILES["ci"] = ci
 
 
 if __name__ == "__main__":  # pragma: no cover - run as a module by the runner

@@ -1,0 +1,99 @@
+"""Selection: each mutant is run against the properties that execute its line, at the
+kernels where some property does (conformance/mutation/selection.py).
+
+Hand-worked: a line run only inside property P is P's alone; a line run at import may
+matter to every property (run them all); a line no property runs at some kernel cannot
+be seen there (skip that kernel); no data for a kernel means run everything.  The real
+plugin is checked on a coverage run of the tun component, and the runner is checked to
+kill a real mutant with its selection as it does without.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conformance.mutation import runner, sampling, selection
+from conformance.mutation.mutator import Mutant
+from conformance.mutation.reach import source_digest
+from reference.kernel import DEFAULT_KERNEL
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT = str(DEFAULT_KERNEL)
+
+
+def _mutant(line: int, end_line: int | None = None) -> Mutant:
+    return Mutant(path="reference/rss.py", line=line, col=0, end_line=end_line or line,
+                  end_col=1, operator="int", original="1", replacement="(2)", stmt_line=line)
+
+
+SEL = selection.Selection({
+    DEFAULT: {"reference/rss.py": {
+        10: frozenset({"test_rss.py::test_a"}),
+        11: frozenset({"test_rss.py::test_b", "test_veth.py::test_c"}),
+        12: frozenset({selection.ANYWHERE, "test_rss.py::test_a"}),
+    }},
+    "6.12.117": {"reference/rss.py": {}},
+})
+
+
+def test_a_line_run_by_some_properties_selects_those_of_the_checking_components() -> None:
+    assert SEL.properties(_mutant(10), DEFAULT, ("rss",)) == ("test_rss.py::test_a",)
+    assert SEL.properties(_mutant(11), DEFAULT, ("rss",)) == ("test_rss.py::test_b",)
+    assert SEL.properties(_mutant(10, 11), DEFAULT, ("rss", "veth")) == (
+        "test_rss.py::test_a", "test_rss.py::test_b", "test_veth.py::test_c")
+
+
+def test_a_line_run_outside_any_property_or_an_unmeasured_kernel_runs_everything() -> None:
+    assert SEL.properties(_mutant(12), DEFAULT, ("rss",)) is None
+    assert SEL.properties(_mutant(10), "6.18.44", ("rss",)) is None
+
+
+def test_a_line_no_property_runs_is_skipped_at_that_kernel_and_survives_unrun() -> None:
+    assert SEL.properties(_mutant(13), DEFAULT, ("rss",)) == ()
+    assert SEL.properties(_mutant(10), "6.12.117", ("rss",)) == ()
+    plan = runner._plan(_mutant(10), ("rss",), (DEFAULT, "6.18.44", "6.12.117"), SEL)
+    assert plan == [(DEFAULT, ("test_rss.py::test_a",)), ("6.18.44", None)]
+    result = runner.run_mutant(_mutant(13), ("rss",), root=ROOT, kernels=(DEFAULT, "6.12.117"),
+                               selection=SEL)
+    assert result.outcome == runner.SURVIVED and result.kernels == ()
+    assert result.cpu_seconds == 0.0 and selection.SELECTION in result.detail
+
+
+def test_the_data_round_trips_and_a_stale_one_is_not_used(tmp_path: Path) -> None:
+    (tmp_path / selection.SELECTION).write_text(json.dumps(SEL.to_json(source_digest(ROOT))))
+    assert selection.load(tmp_path, ROOT) == SEL
+    (tmp_path / selection.SELECTION).write_text(json.dumps(SEL.to_json("0" * 64)))
+    assert selection.load(tmp_path, ROOT) is None
+
+
+def test_the_plugin_names_each_property_and_leaves_import_lines_to_all(tmp_path: Path) -> None:
+    """TUN-BUF-001: tun_can_build_skb's body runs inside test_tun.py's property; its def
+    line runs at import (the empty context)."""
+    data = tmp_path / ".coverage"
+    command = selection.coverage_command(runner.sys.executable, ROOT, data, None)
+    selection.run_coverage([*command, "--driver", "tun"], ROOT)
+    lines = selection.read_contexts(data, ROOT)["reference/tun.py"]
+    source = (ROOT / "reference/tun.py").read_text().splitlines()
+    def_line = next(i for i, t in enumerate(source, 1) if t.startswith("def tun_can_build_skb"))
+    assert lines[def_line] == {selection.ANYWHERE}
+    body = lines[def_line + 1] | lines.get(def_line + 2, frozenset())
+    assert body and all(c.startswith("test_tun.py::") for c in body if c)
+
+
+def test_a_selected_run_kills_what_the_whole_run_kills() -> None:
+    """RSS-RETA-004 (the indirection table's lookup): a mutant refusing a hash of 0 is
+    detected the same way whether every rss property runs or only those executing its
+    line."""
+    m = next(m for m in sampling.candidates(ROOT, ["reference/rss.py"])
+             if m.function == "queue_for" and m.replacement.startswith("(0 < hash_value"))
+    whole = runner.run_mutant(m, ("rss",), root=ROOT)
+    data = Path(runner.tempfile.mkdtemp()) / ".coverage"
+    command = selection.coverage_command(runner.sys.executable, ROOT, data, None)
+    selection.run_coverage([*command, "--driver", "rss"], ROOT)
+    chosen = selection.Selection({DEFAULT: selection.read_contexts(data, ROOT)})
+    props = chosen.properties(m, DEFAULT, ("rss",))
+    assert props, "the line runs inside some rss property"
+    selected = runner.run_mutant(m, ("rss",), root=ROOT, selection=chosen)
+    assert whole.outcome == selected.outcome != runner.SURVIVED
+    assert set(selected.failed_rules) <= set(whole.failed_rules)
