@@ -768,7 +768,8 @@ def queue_setup_scenarios() -> list[Scenario]:
 
 def return_scenarios() -> list[Scenario]:
     """Each frame return on each memory type, with a pfmemalloc frag and a split page;
-    the bulk queue also with frames of 128-byte frags enough to fill it (XDP-MEM-004)."""
+    the bulk queue also with frames of 128-byte frags enough to fill it (XDP-MEM-004);
+    frag shrinks to the byte (XDP-ADJ-009)."""
     out = []
     for how in ("xdp_return_frame", "xdp_return_frame_rx_napi", "xdp_return_frame_bulk"):
         for mem_type in (0, 1, 2, 3):
@@ -800,4 +801,17 @@ def return_scenarios() -> list[Scenario]:
         program=({"op": "adjust_tail", "delta": -72}, {"op": "get_buff_len"},
                  {"op": "return", "action": 3}),
         rules=("XDP-ADJ-010", "XDP-BUFF-006")))
+    # XDP-ADJ-009: shrinks of a buffer in three frags (128, 128, 44) that end one byte into
+    # a frag: one byte off the last; the last given back and one byte off the middle one;
+    # the last two given back and one byte off the first.  The walk goes on while a single
+    # byte is left to take, so each length is one short of a walk that stops at one.
+    out.append(Scenario(
+        component="xdp", config={"frag_size": 128, "linear_max": 100,
+                                 "frame_return": "xdp_return_frame"},
+        frames=tuple(bytes((i + n) % 241 for i in range(400)) for n in range(3)),
+        program=({"op": "return", "action": 3},),
+        per_packet_programs={n: ({"op": "adjust_tail", "delta": delta},
+                                 {"op": "return", "action": 3})
+                             for n, delta in enumerate((-1, -45, -173))},
+        rules=("XDP-ADJ-009",)))
     return out

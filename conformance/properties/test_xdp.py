@@ -65,5 +65,6 @@ def test_xdp_each_queue_setup(rx_target: TargetSession, scenario: Scenario) -> N
 @pytest.mark.parametrize("scenario", xdp.return_scenarios())
 def test_xdp_each_way_back(rx_target: TargetSession, scenario: Scenario) -> None:
     """Every frame return on every memory type once, a bulk queue filled past 16, an
-    XSK frame at the copy-out page's edge, and a pfmemalloc frag shrunk away."""
+    XSK frame at the copy-out page's edge, a pfmemalloc frag shrunk away, and shrinks
+    that give frags back and end one byte into the frag before them (XDP-ADJ-009)."""
     check(rx_target, scenario, COMPONENT)
