@@ -160,10 +160,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def conformance(args: argparse.Namespace, *, properties: Sequence[str] = (),
-                extra: Sequence[str] = ()) -> int:
+                extra: Sequence[str] = (), probe_target: bool = True) -> int:
     """Run the suite: the ``--driver`` components' properties, or (for the mutation runner,
     :mod:`conformance.mutation.suite`) only ``properties``, node ids such as
-    ``test_rss.py::test_hash``; ``extra`` goes to pytest as it is."""
+    ``test_rss.py::test_hash``; ``extra`` goes to pytest as it is.  ``probe_target=False``
+    skips starting the target once before the run to see that it can run at all (the
+    mutation runner's exit status is the same either way: a target that cannot start is
+    unavailable inside the run too)."""
     unknown = sorted(set(args.driver) - set(_components()))
     if unknown:
         raise UsageError(f"--driver {', '.join(unknown)}: no such driver or component; "
@@ -171,14 +174,15 @@ def conformance(args: argparse.Namespace, *, properties: Sequence[str] = (),
     paths = [str(PROPERTIES_DIR / f"test_{d}.py") for d in args.driver] or [str(PROPERTIES_DIR)]
     if properties:
         paths = [str(PROPERTIES_DIR / p) for p in properties]
-    return run_suite(args, paths, extra)
+    return run_suite(args, paths, extra, probe_target=probe_target)
 
 
-def run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str] = ()) -> int:
+def run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str] = (),
+              *, probe_target: bool = True) -> int:
     """Run pytest on ``paths`` with the plugin; print the per-rule table; map exit codes."""
     from conformance import usage
 
-    usage.check_suite_options(args)
+    usage.check_suite_options(args, probe_target=probe_target)
     pytest_args = [
         *paths,
         *extra,

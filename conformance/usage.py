@@ -80,6 +80,16 @@ def check_numprocesses(value: str | None) -> None:
         raise UsageError(f"-n {value!r}: use a number of processes >= 1, or 'auto'")
 
 
+def check_target_spec(spec: str) -> None:
+    """The target spec parses (nothing is started)."""
+    from conformance.targets.base import TargetSpecError, parse_target_spec
+
+    try:
+        parse_target_spec(spec)
+    except TargetSpecError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def check_target(spec: str, timeout: float) -> None:
     """The target spec parses, and a target that is cheap to start does start.
 
@@ -111,8 +121,9 @@ def check_target(spec: str, timeout: float) -> None:
 
 
 
-def check_suite_options(args: argparse.Namespace) -> None:
-    """Every option of ``conformance`` and ``fixtures verify``, before pytest starts."""
+def check_suite_options(args: argparse.Namespace, *, probe_target: bool = True) -> None:
+    """Every option of ``conformance`` and ``fixtures verify``, before pytest starts (the
+    target's spec always; starting the target once, unless ``probe_target`` is False)."""
     check_timeout(args.timeout)
     check_kernel(args.kernel)
     check_numprocesses(args.numprocesses)
@@ -121,4 +132,7 @@ def check_suite_options(args: argparse.Namespace) -> None:
     check_output_dir("--save-failures", args.save_failures)
     if args.database is not None and args.database.exists() and not args.database.is_dir():
         raise UsageError(f"--database {args.database}: exists and is not a directory")
-    check_target(args.target, args.timeout)
+    if probe_target:
+        check_target(args.target, args.timeout)
+    else:
+        check_target_spec(args.target)
