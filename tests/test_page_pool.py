@@ -1246,3 +1246,36 @@ def test_page_pool_component_reports_the_creation_errno() -> None:
     accepted = component.expected(Scenario(component="page_pool", config={"params": {
         "pool_size": 32769}}, events=({"op": "alloc"},)))
     assert accepted["create"] == {"rc": 0} and accepted["events"][0]["rc"] == 0
+
+
+@pytest.mark.rule("PP-DESTROY-008", "PP-RECYCLE-002")
+def test_page_pool_component_enable_direct_recycling_event() -> None:
+    """The component's queue-restart event: the same NAPI again is nothing, another one
+    WARNs and takes over direct recycling, NULL WARNs and clears it; 6.12, which has no
+    page_pool_enable_direct_recycling, finds the scenario not applicable."""
+    from conformance.components import page_pool as component
+    from conformance.scenario import Scenario
+    from conformance.targets.base import NotApplicable
+
+    def run(kernel: str, *napis: int | None) -> dict[str, object]:
+        restarts: list[dict[str, object]] = [
+            {"op": "enable_direct_recycling", "napi": k} for k in napis]
+        events: tuple[dict[str, object], ...] = (
+                  {"op": "alloc"}, *restarts,
+                  {"op": "napi_owner", "cpu": 1},
+                  {"op": "put", "alloc": 0, "sync": -1, "cpu": 1})
+        return component.expected(Scenario(component="page_pool", config={"napi_cpu": 0},
+                                           events=events, kernel=kernel))
+
+    same = run("7.3.4", 0)
+    assert same["warnings"] == 0
+    assert same["stats"]["rx_pp_recycle_cached"] == 1  # type: ignore[index]
+    other = run("7.3.4", 1)
+    assert other["warnings"] == 1  # replaced: WARN, and the new NAPI recycles directly
+    assert other["stats"]["rx_pp_recycle_cached"] == 1  # type: ignore[index]
+    cleared = run("6.18.44", None)
+    assert cleared["warnings"] == 1  # NULL over a NAPI: WARN, no NAPI left to move
+    assert cleared["events"][2] == {"rc": -errno.ENOENT}  # type: ignore[index]
+    assert cleared["stats"]["rx_pp_recycle_ring"] == 1  # type: ignore[index]
+    with pytest.raises(NotApplicable):
+        run("6.12.117", 1)

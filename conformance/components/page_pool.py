@@ -44,9 +44,15 @@ events:  ``{"op": "alloc"}``, ``{"op": "put", "alloc": EVENT_INDEX, "sync": int 
          ``{"op": "cycle", "count": int, "direct", "cpu", "softirq"}`` (a refill of
          ``count`` pages, allocated in the NAPI context of CPU 0, then each put back
          full-length in the context given as for ``put``; answers ``got``, how many it
-         allocated; its pages are named only when a later event hands one out).
-         ``update_nid``, ``nid_changed``, ``use_xdp_mem`` and ``destroy`` on a pool
-         already freed call nothing: ``{"rc": -2}``.
+         allocated; its pages are named only when a later event hands one out),
+         ``{"op": "enable_direct_recycling", "napi": K | null}``
+         (``page_pool_enable_direct_recycling``, as a driver's queue restart calls it:
+         attach NAPI instance K, 0..3, or NULL; instance 0 is the config's ``napi_cpu``
+         one when given, any other is created at its first naming, not scheduled; the WARN
+         of replacing or clearing an attached NAPI is in ``warnings``, PP-DESTROY-008;
+         6.12 has no such function: a scenario using it is not applicable there).
+         ``update_nid``, ``nid_changed``, ``use_xdp_mem``, ``enable_direct_recycling``
+         and ``destroy`` on a pool already freed call nothing: ``{"rc": -2}``.
          A ``put``, ``get_page``, ``ref_page``, ``fragment_page``, ``unref_page`` or
          ``put_unrefed`` names the event whose reference it uses; one naming a failed
          alloc, or a reference already put, does nothing: ``{"rc": -2}``.
@@ -79,9 +85,10 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from conformance.components import Component
+from conformance.components import Component, kernel_of
 from conformance.readable import rc_text, value_text
 from conformance.scenario import Scenario
+from conformance.targets.base import NotApplicable
 from reference import page_pool as pp
 from reference.kernel import resolve_kernel
 from reference.page_pool.frag import page_pool_dev_alloc, page_pool_dev_alloc_frag
@@ -146,7 +153,8 @@ def _handle(op: str, pool: pp.PagePool, pages: dict[int, pp.Page], ev: Mapping[s
 
 #: Ops that call the pool itself: on a freed pool (a destroy with nothing in flight) they
 #: answer ``{"rc": -2}`` and call nothing, as no driver can call a pool it freed.
-_NEEDS_POOL = ("update_nid", "nid_changed", "use_xdp_mem", "destroy")
+_NEEDS_POOL = ("update_nid", "nid_changed", "use_xdp_mem", "destroy",
+               "enable_direct_recycling")
 
 #: Ops that use the reference an earlier event took (its ``alloc`` field names it).
 _USES_REF = ("put", "get_page", "ref_page", "fragment_page", "unref_page", "put_unrefed")
@@ -189,10 +197,14 @@ def _run(scenario: Scenario, traces: list[Trace] | None,
          pfns: list[int] | None = None) -> dict[str, Any]:
     """Run the events; with ``traces``, one trace per event, with ``snapshots`` the
     pool-wide observables after each, with ``pfns`` each page number's pfn."""
+    _require_enable(scenario)
     created = _create(scenario)
     if created.pool is None:  # PP-INIT-001..005, 007: refused at creation
         return _refused(created.err)
     pool = created.pool
+    # PP-DESTROY-008: the NAPI instances enable_direct_recycling events name; 0 is the
+    # config's when it has one.
+    napis: dict[int, pp.NapiStruct] = {} if pool.napi is None else {0: pool.napi}
     dev = pool.dev
     assert dev is not None
     shift = pool.arch.page_shift
@@ -206,7 +218,8 @@ def _run(scenario: Scenario, traces: list[Trace] | None,
         trace = Trace() if traces is not None else None
         if traces is not None and trace is not None:
             traces.append(trace)
-        events.append(_event(i, ev, pool, pages, held, gets, names, by_name, shift, trace))
+        events.append(_event(i, ev, pool, pages, held, gets, names, by_name, shift, trace,
+                             napis))
         if snapshots is not None:
             snapshots.append(_snapshot(pool))
     pool.check_conservation()
@@ -230,6 +243,22 @@ def _run(scenario: Scenario, traces: list[Trace] | None,
             "state": pool.state.value, "warnings": len(pool.warnings)}
 
 
+#: PP-DESTROY-008: ``page_pool_enable_direct_recycling`` is new in v6.17 (6.12 has only
+#: the disable half).
+_ENABLE_SINCE = (6, 17)
+
+
+def _require_enable(scenario: Scenario) -> None:
+    """A scenario that calls ``page_pool_enable_direct_recycling`` is not applicable on a
+    kernel without it (PP-DESTROY-008)."""
+    if not any(ev.get("op") == "enable_direct_recycling" for ev in scenario.events):
+        return
+    kernel = kernel_of(scenario)
+    if kernel.series < _ENABLE_SINCE:
+        raise NotApplicable(f"kernel {kernel}: no page_pool_enable_direct_recycling before "
+                            "v6.17 (PP-DESTROY-008)")
+
+
 def _cycle(pool: pp.PagePool, ev: Mapping[str, Any], trace: Trace | None) -> int:
     """A driver's refill of ``count`` buffers all returned at once (``cycle``): that many
     allocations in its NAPI context on CPU 0 (fewer if one fails), then a full-length put
@@ -250,7 +279,8 @@ def _cycle(pool: pp.PagePool, ev: Mapping[str, Any], trace: Trace | None) -> int
 
 def _event(i: int, ev: Mapping[str, Any], pool: pp.PagePool, pages: dict[int, pp.Page],
            held: dict[int, int], gets: dict[int, pp.Page], names: dict[int, int],
-           by_name: list[pp.Page], shift: int, trace: Trace | None) -> dict[str, Any]:
+           by_name: list[pp.Page], shift: int, trace: Trace | None,
+           napis: dict[int, pp.NapiStruct]) -> dict[str, Any]:
     """One event: what it answers (see the module docstring)."""
     dev = pool.dev
     assert dev is not None
@@ -344,6 +374,10 @@ def _event(i: int, ev: Mapping[str, Any], pool: pp.PagePool, pages: dict[int, pp
         if pool.napi is None:
             return {"rc": -errno.ENOENT}  # a pool without a NAPI instance
         pool.napi.list_owner = int(ev["cpu"])
+    elif op == "enable_direct_recycling":  # PP-DESTROY-008: a queue restart attaches a NAPI
+        k = ev["napi"]
+        napi = None if k is None else napis.setdefault(int(k), pp.NapiStruct())
+        pp.page_pool_enable_direct_recycling(pool, napi, trace)
     elif op == "destroy":
         pp.page_pool_destroy(pool, trace)
         return {"rc": 0, "inflight": pp.page_pool_inflight(pool, True),
@@ -522,7 +556,8 @@ _UNTRACED = {"get_page": "PP-PAGE-002", "fail_allocs": "PP-ALLOC-004",
              "fragment_page": "PP-RECYCLE-011", "unref_page": "PP-RECYCLE-011",
              "put_unrefed": "PP-RECYCLE-011", "fail_dma_maps": "PP-ALLOC-005",
              "nid_changed": "PP-NUMA-004", "use_xdp_mem": "PP-DESTROY-001",
-             "napi_owner": "PP-RECYCLE-002", "cycle": "PP-RING-001"}
+             "napi_owner": "PP-RECYCLE-002", "cycle": "PP-RING-001",
+             "enable_direct_recycling": "PP-DESTROY-008"}
 
 
 def _params_text(scenario: Scenario) -> str:
@@ -677,7 +712,9 @@ def _pool_config(draw: st.DrawFn) -> dict[str, Any]:
 def scenarios(draw: st.DrawFn) -> Scenario:
     """A small pool (so the ring fills), then a random mix of allocs, fragments, extra
     references and puts, special pages (pfmemalloc, another node) now and then, and
-    sometimes a destroy with pages still out, later puts and deferred release retries."""
+    sometimes a destroy with pages still out, later puts and deferred release retries.
+    No ``enable_direct_recycling``: a 6.12 run would skip the whole property on the
+    first example holding one (not applicable); :data:`LIFECYCLE` has it."""
     config = draw(_pool_config())
     max_len = int(config["params"]["max_len"])
     syncs = [-1, 0, 1, 64, 1500, max_len - 1, max_len, max_len + 1, 9000]
@@ -862,6 +899,12 @@ LIFECYCLE: tuple[tuple[str, dict[str, Any], tuple[dict[str, Any], ...]], ...] = 
     ("PP-DESTROY-008", {"napi_cpu": 0},  # napi_disable before destroy: no WARN
      ({"op": "alloc"}, {"op": "napi_owner", "cpu": 1}, {**_PUT, "alloc": 0, "cpu": 1},
       {"op": "napi_owner", "cpu": -1}, {"op": "destroy"})),
+    ("PP-DESTROY-008", {"napi_cpu": 0},  # queue restarts: the same NAPI, another, none
+     ({"op": "alloc"}, {"op": "enable_direct_recycling", "napi": 0},
+      {"op": "enable_direct_recycling", "napi": 1}, {"op": "napi_owner", "cpu": 1},
+      {**_PUT, "alloc": 0, "cpu": 1}, {"op": "enable_direct_recycling", "napi": None},
+      {"op": "alloc"}, {"op": "enable_direct_recycling", "napi": 2},
+      {**_PUT, "alloc": 6, "cpu": 1}, {"op": "destroy"})),
     ("PP-DESTROY-006", {},  # puts after the last destroy: direct stays, the rest is released
      ({"op": "alloc"}, {"op": "alloc"}, {"op": "destroy"}, {**_PUT, "alloc": 0, "direct": True},
       {**_PUT, "alloc": 1}, {"op": "release_retry"})),

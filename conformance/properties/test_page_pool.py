@@ -69,6 +69,7 @@ def test_page_pool_each_lifecycle_road(rx_target: TargetSession, scenario: Scena
     """Each road of a pool's life the random mix rarely takes, once: DMA mappings that
     fail, fragments with no page or all returned, a destroy that drops the frag bias,
     double destroy and a late XDP user (WARNs), a second user, NAPI moved and disabled
-    before destroy, nid_changed, a system pool, ring pages scrubbed, a page split into
+    before destroy, queue restarts attaching the same, another and no NAPI (v6.17+),
+    nid_changed, a system pool, ring pages scrubbed, a page split into
     one pp reference (the edge of ``page_pool_fragment_page``) and into two, unref'd to 0."""
     check(rx_target, scenario, COMPONENT)
