@@ -377,7 +377,8 @@ def test_older_trees_judge_only_survivors_the_default_kernel_never_runs(
 ) -> None:
     """With a coverage report of today's sources, a mutant whose line the default
     kernel's ci run executed is judged there alone; one on a line it never ran is judged
-    at every supported tree (gates.kernels_for); a stale report is not used."""
+    at every supported tree and the first releases whose gates differ (gates.kernels_for);
+    a stale report is not used."""
     ran = next(m for m in sampling.candidates(ROOT, ["reference/rss.py"]) if m.line > 1)
     idle = attrs.evolve(ran, line=ran.line + 1, end_line=ran.end_line + 1, stmt_line=ran.line + 1)
     (tmp_path / reach.COVERAGE).write_text(json.dumps({"files": {
@@ -394,6 +395,6 @@ def test_older_trees_judge_only_survivors_the_default_kernel_never_runs(
 
     monkeypatch.setattr(runner, "run_mutant", fake_run)
     runner.run_all([(ran, ("rss",)), (idle, ("rss",))], root=ROOT, jobs=1, executed=executed)
-    assert seen == {ran.line: (), idle.line: ("7.3.4", "6.18.44", "6.12.117")}
+    assert seen == {ran.line: (), idle.line: ("7.3.4", "6.18.44", "6.12.117", "6.12.0")}
     (tmp_path / reach.DIGEST).write_text("0" * 64 + "\n")
     assert reach.fresh_executed_lines(tmp_path, ROOT) is None

@@ -34,9 +34,12 @@ def test_a_moved_backport_is_judged_where_it_moved() -> None:
 
 
 def test_other_modules_are_judged_at_every_tree_newest_first_unless_told_not_to() -> None:
+    """Every supported tree, newest first, then 6.12.0: the first 6.12 release answers
+    PP-INIT-002's gate otherwise than 6.12.117 (6.18.0 and 7.3.0 answer every gate as
+    their trees do)."""
     m = Mutant(path="reference/rss.py", line=1, col=0, end_line=1, end_col=1,
                operator="int", original="1", replacement="(2)")
-    assert gates.kernels_for(m, ROOT) == ("7.3.4", "6.18.44", "6.12.117")
+    assert gates.kernels_for(m, ROOT) == ("7.3.4", "6.18.44", "6.12.117", "6.12.0")
     assert gates.kernels_for(m, ROOT, default_only=True) == ()
 
 

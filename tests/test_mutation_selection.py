@@ -22,9 +22,14 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = str(DEFAULT_KERNEL)
 
 
-def _mutant(line: int, end_line: int | None = None) -> Mutant:
-    return Mutant(path="reference/rss.py", line=line, col=0, end_line=end_line or line,
+def _mutant(line: int, end_line: int | None = None, path: str = "reference/rss.py") -> Mutant:
+    return Mutant(path=path, line=line, col=0, end_line=end_line or line,
                   end_col=1, operator="int", original="1", replacement="(2)", stmt_line=line)
+
+
+def _line_of(path: str, start: str) -> int:
+    text = (ROOT / path).read_text().splitlines()
+    return next(i for i, t in enumerate(text, 1) if t.startswith(start))
 
 
 SEL = selection.Selection({
@@ -52,7 +57,7 @@ def test_a_line_run_outside_any_property_or_an_unmeasured_kernel_runs_everything
 def test_a_line_no_property_runs_is_skipped_at_that_kernel_and_survives_unrun() -> None:
     assert SEL.properties(_mutant(13), DEFAULT, ("rss",)) == ()
     assert SEL.properties(_mutant(10), "6.12.117", ("rss",)) == ()
-    plan = runner._plan(_mutant(10), ("rss",), (DEFAULT, "6.18.44", "6.12.117"), SEL)
+    plan = runner._plan(_mutant(10), ("rss",), (DEFAULT, "6.18.44", "6.12.117"), SEL, ROOT)
     assert plan == [(DEFAULT, ("test_rss.py::test_a",)), ("6.18.44", None)]
     result = runner.run_mutant(_mutant(13), ("rss",), root=ROOT, kernels=(DEFAULT, "6.12.117"),
                                selection=SEL)
@@ -97,3 +102,21 @@ def test_a_selected_run_kills_what_the_whole_run_kills() -> None:
     selected = runner.run_mutant(m, ("rss",), root=ROOT, selection=chosen)
     assert whole.outcome == selected.outcome != runner.SURVIVED
     assert set(selected.failed_rules) <= set(whole.failed_rules)
+
+
+def test_a_module_constant_is_shown_by_the_lines_that_read_it() -> None:
+    """PP-INIT-002: PP_RING_SIZE_LIMIT acts only where page_pool_init compares the pool
+    size with it (params.py), a line the gate opens at 6.12.0..6.12.62 alone; a function
+    body line is its own; a constant of a module read by name at run time (vars(kfuncs)
+    in the kfunc component) could show anywhere."""
+    const = "reference/page_pool/constants.py"
+    limit = _mutant(_line_of(const, "PP_RING_SIZE_LIMIT"), path=const)
+    readers = selection.showing_lines(limit, ROOT)
+    assert readers and {p for p, _ in readers} == {"reference/page_pool/params.py"}
+    params = (ROOT / "reference/page_pool/params.py").read_text().splitlines()
+    assert all("PP_RING_SIZE_LIMIT" in params[line - 1] for _, line in readers)
+    body = _mutant(_line_of("reference/rss.py", "def queue_for") + 2)
+    assert selection.showing_lines(body, ROOT) == {("reference/rss.py", body.line)}
+    kfuncs = "reference/kfuncs.py"
+    flag = _mutant(_line_of(kfuncs, "XDP_FLAGS_SKB_MODE"), path=kfuncs)
+    assert selection.showing_lines(flag, ROOT) is None

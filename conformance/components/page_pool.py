@@ -566,9 +566,11 @@ def _params_text(scenario: Scenario) -> str:
     cfg = scenario.config
     p = dict(cfg.get("params", {}))
     flags = int(p.get("flags", pp.PP_FLAG_DMA_MAP | pp.PP_FLAG_DMA_SYNC_DEV))
-    flag_names = "|".join(n for n in ("PP_FLAG_DMA_MAP", "PP_FLAG_DMA_SYNC_DEV",
-                                      "PP_FLAG_SYSTEM_POOL", "PP_FLAG_ALLOW_UNREADABLE_NETMEM")
-                          if flags & getattr(pp, n)) or "0"
+    flag_names = "|".join(n for n, bit in (
+        ("PP_FLAG_DMA_MAP", pp.PP_FLAG_DMA_MAP), ("PP_FLAG_DMA_SYNC_DEV", pp.PP_FLAG_DMA_SYNC_DEV),
+        ("PP_FLAG_SYSTEM_POOL", pp.PP_FLAG_SYSTEM_POOL),
+        ("PP_FLAG_ALLOW_UNREADABLE_NETMEM", pp.PP_FLAG_ALLOW_UNREADABLE_NETMEM),
+    ) if flags & bit) or "0"
     direction = {pp.DMA_BIDIRECTIONAL: "DMA_BIDIRECTIONAL", pp.DMA_TO_DEVICE: "DMA_TO_DEVICE",
                  pp.DMA_FROM_DEVICE: "DMA_FROM_DEVICE"}
     dma_dir = int(p.get("dma_dir", pp.DMA_FROM_DEVICE))

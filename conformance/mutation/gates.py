@@ -97,17 +97,31 @@ def version_tuple(version: Any) -> tuple[int, int, int]:
     return (version.major, version.minor, version.sublevel)
 
 
+def judged_trees(root: Path) -> tuple[str, ...]:
+    """The versions a mutant outside the gate table is judged at, in order: every
+    supported tree from the newest (the default) down, then the first release of each
+    series whose gates answer otherwise than its supported tree (today 6.12.0: the
+    page_pool ring limit of PP-INIT-002 is checked only before 6.12.63, so only there can
+    a mutant of ``PP_RING_SIZE_LIMIT`` show)."""
+    pristine = _pristine((root / GATED).read_text())
+    trees = sorted(pristine.SUPPORTED.values(), reverse=True)
+    firsts = [pristine.KernelVersion(v.major, v.minor, 0) for v in trees]
+    return (*(str(v) for v in trees),
+            *(str(f) for f, v in zip(firsts, trees, strict=True)
+              if f != v and _answers(pristine, f) != _answers(pristine, v)))
+
+
 def kernels_for(mutant: Mutant, root: Path, *, default_only: bool = False) -> tuple[str, ...]:
     """The ``--kernel`` versions to judge ``mutant`` at, in order (() is the default
     kernel alone): for a mutant of the gate table, where the tables disagree, or every
-    supported tree; for any other, every supported tree from the newest (the default)
-    down, or the default alone when the caller says so (``default_only``: a mutant judged
-    equivalent already, or one whose line the default kernel's run executes)."""
+    supported tree; for any other, :func:`judged_trees`, or the default alone when the
+    caller says so (``default_only``: a mutant judged equivalent already, or one whose
+    line the default kernel's run executes)."""
     source = (root / GATED).read_text()
     pristine = _pristine(source)
     everywhere = tuple(str(v) for _, v in sorted(pristine.SUPPORTED.items()))
     if mutant.path != GATED:
-        return () if default_only else tuple(reversed(everywhere))
+        return () if default_only else judged_trees(root)
     mutated = _load(mutant.apply(source))
     if mutated is None:
         return everywhere

@@ -165,8 +165,8 @@ def run(out: Path) -> int:
     coverage at each older supported tree too and write ``out/selection.json`` (which
     properties run each line, per kernel: :mod:`conformance.mutation.selection`); 2 on
     failure."""
-    from conformance.mutation import selection, unreached
-    from reference.kernel import DEFAULT_KERNEL, SUPPORTED
+    from conformance.mutation import gates, selection, unreached
+    from reference.kernel import DEFAULT_KERNEL
 
     try:
         import coverage  # noqa: F401  - only to fail early with a clear message
@@ -177,7 +177,7 @@ def run(out: Path) -> int:
     try:
         modules = measure(out)
         branches = unreached.from_report(out / "coverage.json", ROOT)
-        older = [str(v) for v in sorted(SUPPORTED.values()) if v != DEFAULT_KERNEL]
+        older = [v for v in gates.judged_trees(ROOT) if v != str(DEFAULT_KERNEL)]
         selection.measure(out, out / ".coverage", older)
     except unreached.JustificationError as exc:
         print(f"rx-oracle: {exc}", file=sys.stderr)

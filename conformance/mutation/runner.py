@@ -159,7 +159,7 @@ def run_mutant(
     that kernel, and a kernel where none does is skipped (a mutant no property can see
     anywhere survives without running: :mod:`conformance.mutation.selection`).
     """
-    plan = _plan(mutant, components, kernels, selection)
+    plan = _plan(mutant, components, kernels, selection, root)
     if not plan:
         where = ", ".join(kernels) if kernels else str(DEFAULT_KERNEL)
         return MutantResult(mutant, tuple(components), SURVIVED, 0, 0.0,
@@ -198,14 +198,14 @@ def run_mutant(
 
 def _plan(
     mutant: Mutant, components: Sequence[str], kernels: Sequence[str],
-    selection: Selection | None,
+    selection: Selection | None, root: Path,
 ) -> list[tuple[str | None, tuple[str, ...] | None]]:
     """The runs to make: (kernel or None for the default, the properties to run or None
     for all of ``components``'), leaving out kernels where no property runs the line."""
     plan: list[tuple[str | None, tuple[str, ...] | None]] = []
     for kernel in (kernels or (None,)):
         properties = None if selection is None else selection.properties(
-            mutant, kernel or str(DEFAULT_KERNEL), components)
+            mutant, kernel or str(DEFAULT_KERNEL), components, root)
         if properties != ():
             plan.append((kernel, properties))
     return plan
@@ -244,19 +244,26 @@ def run_all(
     """Run every (mutant, components) pair, ``jobs`` at a time; results in input order.
 
     Each is judged at the kernels :func:`gates.kernels_for` gives: a survivor of the
-    default kernel runs again at the older supported trees, unless it is registered as
-    equivalent or, given ``executed`` (the lines the default kernel's ci run executes, per
-    module), its line ran there (then the default kernel has judged it already)."""
+    default kernel runs again at the older trees, unless it is registered as equivalent
+    or its line ran at the default kernel (then the default kernel has judged it
+    already): by ``selection`` (a line that can show it ran in one of its components'
+    properties: :func:`selection.showing_lines`) or else by ``executed`` (the lines the
+    default kernel's ci run executes, per module)."""
     items = list(work)
     settled = equivalents.judge((m for m, _ in items), root)
 
-    def default_only(m: Mutant) -> bool:
-        return m.id in settled or (executed is not None and not never_executed(m, executed))
+    def default_only(m: Mutant, components: tuple[str, ...]) -> bool:
+        if m.id in settled:
+            return True
+        if selection is not None and str(DEFAULT_KERNEL) in selection.kernels:
+            return selection.properties(m, str(DEFAULT_KERNEL), components, root) != ()
+        return executed is not None and not never_executed(m, executed)
 
     results: list[MutantResult | None] = [None] * len(items)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(run_mutant, m, c, root=root, limits=limits,
-                               kernels=gates.kernels_for(m, root, default_only=default_only(m)),
+                               kernels=gates.kernels_for(
+                                   m, root, default_only=default_only(m, c)),
                                selection=selection): i
                    for i, (m, c) in enumerate(items)}
         for future in as_completed(futures):

@@ -26,6 +26,8 @@ with and without selection on a sample.
 
 from __future__ import annotations
 
+import ast
+import functools
 import json
 import os
 import subprocess
@@ -50,18 +52,22 @@ class Selection:
 
     kernels: dict[str, dict[str, dict[int, frozenset[str]]]]
 
-    def properties(self, mutant: Mutant, kernel: str,
-                   components: Sequence[str]) -> tuple[str, ...] | None:
+    def properties(self, mutant: Mutant, kernel: str, components: Sequence[str],
+                   root: Path = ROOT) -> tuple[str, ...] | None:
         """The node ids of ``components``' properties that ran ``mutant``'s lines at
-        ``kernel``: None means run every property (no data for that kernel, or a line run
-        outside any property), () means none can see it there."""
+        ``kernel`` (for a module-level binding, the lines reading the names it binds:
+        :func:`showing_lines`): None means run every property (no data for that kernel, a
+        line run outside any property, a name read outside ``reference/``), () means
+        none can see it there."""
         table = self.kernels.get(kernel)
         if table is None:
             return None
-        lines = table.get(mutant.path, {})
+        showing = showing_lines(mutant, root)
+        if showing is None:
+            return None
         seen: set[str] = set()
-        for line in {mutant.stmt_line, *range(mutant.line, mutant.end_line + 1)}:
-            seen |= lines.get(line, frozenset())
+        for path, line in showing:
+            seen |= table.get(path, {}).get(line, frozenset())
         if ANYWHERE in seen:
             return None
         files = {f"test_{c}.py" for c in components}
@@ -91,6 +97,112 @@ class Selection:
                 path: {int(line): frozenset(names[i] for i in idx) for line, idx in lines.items()}
                 for path, lines in entry["lines"].items()}
         return cls(kernels)
+
+
+def showing_lines(mutant: Mutant, root: Path = ROOT) -> frozenset[tuple[str, int]] | None:
+    """The (module, line) pairs whose execution can show ``mutant``: its own lines; but
+    for a mutant of a module-level assignment to plain names (a constant, a table), the
+    lines of ``reference/`` that read those names (as a name or an attribute), since the
+    assignment itself runs at import, under no property, and acts only through its
+    readers.  None when a reader is outside ``reference/`` (the target's components in
+    ``conformance/``, which coverage does not measure): every property then."""
+    own = frozenset((mutant.path, line)
+                    for line in {mutant.stmt_line, *range(mutant.line, mutant.end_line + 1)})
+    names = _module_binding(root / mutant.path, mutant.line)
+    if not names:
+        return own
+    readers, dynamic = _readers(root)
+    if any(mutant.path.startswith(prefix) for prefix in dynamic):
+        return None
+    found: set[tuple[str, int]] = set()
+    for name in names:
+        for path, line in readers.get(name, ()):
+            if not path.startswith("reference/"):
+                return None
+            found.add((path, line))
+    return frozenset(found)
+
+
+def _module_binding(path: Path, line: int) -> tuple[str, ...]:
+    """The names a module-level assignment covering ``line`` binds, if every target is a
+    plain name; () for anything else."""
+    for node in _tree(path).body:
+        if node.lineno <= line <= (node.end_lineno or node.lineno):
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets = [node.target]
+            else:
+                return ()
+            if all(isinstance(t, ast.Name) for t in targets):
+                return tuple(t.id for t in targets if isinstance(t, ast.Name))
+            return ()
+    return ()
+
+
+@functools.lru_cache(maxsize=64)
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(), str(path))
+
+
+@functools.lru_cache(maxsize=2)
+def _readers(root: Path) -> tuple[dict[str, tuple[tuple[str, int], ...]], frozenset[str]]:
+    """Every line of ``reference/`` and ``conformance/`` that reads a name (a name load,
+    an attribute of that name, or a name imported under another), name -> (module path,
+    line) pairs; and the modules of ``reference/`` read by name at run time
+    (``getattr(module, variable)``, ``vars(module)``, ``dir(module)``), as path prefixes:
+    their bindings are read by no line that names them."""
+    found: dict[str, set[tuple[str, int]]] = {}
+    renamed: dict[str, set[str]] = {}
+    dynamic: set[str] = set()
+    for package in ("reference", "conformance"):
+        for path in sorted((root / package).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            tree = _tree(path)
+            modules = _module_aliases(tree, root)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    found.setdefault(node.id, set()).add((rel, node.lineno))
+                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                    found.setdefault(node.attr, set()).add((rel, node.lineno))
+                elif isinstance(node, ast.ImportFrom):
+                    for alias in node.names:
+                        if alias.asname and alias.asname != alias.name:
+                            renamed.setdefault(alias.name, set()).add(alias.asname)
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                        and node.func.id in ("getattr", "vars", "dir") and node.args \
+                        and isinstance(node.args[0], ast.Name) \
+                        and node.args[0].id in modules \
+                        and not (node.func.id == "getattr" and len(node.args) > 1
+                                 and isinstance(node.args[1], ast.Constant)):
+                    dynamic.add(modules[node.args[0].id])
+    for name, others in renamed.items():
+        for other in others:
+            found.setdefault(name, set()).update(found.get(other, ()))
+    return ({name: tuple(sorted(places)) for name, places in found.items()},
+            frozenset(dynamic))
+
+
+def _module_aliases(tree: ast.Module, root: Path) -> dict[str, str]:
+    """Local names bound to a module or package of ``reference/`` by an import, mapped
+    to its path (``reference/kfuncs.py``) or its directory (``reference/page_pool/``)."""
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            pairs = [(f"{node.module}.{a.name}", a.asname or a.name) for a in node.names]
+        elif isinstance(node, ast.Import):
+            pairs = [(a.name, a.asname) for a in node.names if a.asname]
+        else:
+            continue
+        for dotted, local in pairs:
+            if not dotted.startswith("reference.") or local is None:
+                continue
+            rel = dotted.replace(".", "/")
+            if (root / f"{rel}.py").exists():
+                found[local] = f"{rel}.py"
+            elif (root / rel).is_dir():
+                found[local] = f"{rel}/"
+    return found
 
 
 def load(out: Path, root: Path = ROOT) -> Selection | None:
