@@ -15,7 +15,6 @@ from pathlib import Path
 
 from conformance.mutation import runner, sampling, selection
 from conformance.mutation.mutator import Mutant
-from conformance.mutation.reach import source_digest
 from reference.kernel import DEFAULT_KERNEL
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,7 +65,7 @@ def test_a_line_no_property_runs_is_skipped_at_that_kernel_and_survives_unrun() 
 
 
 def test_the_data_round_trips_and_a_stale_one_is_not_used(tmp_path: Path) -> None:
-    (tmp_path / selection.SELECTION).write_text(json.dumps(SEL.to_json(source_digest(ROOT))))
+    (tmp_path / selection.SELECTION).write_text(json.dumps(SEL.to_json(selection.digest(ROOT))))
     assert selection.load(tmp_path, ROOT) == SEL
     (tmp_path / selection.SELECTION).write_text(json.dumps(SEL.to_json("0" * 64)))
     assert selection.load(tmp_path, ROOT) is None
