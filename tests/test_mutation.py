@@ -375,8 +375,9 @@ def test_first_failure_stops_the_suite_at_its_first_failing_property(tmp_path: P
 def test_older_trees_judge_only_survivors_the_default_kernel_never_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With a coverage report of today's sources, a mutant whose line the default
-    kernel's ci run executed is judged there alone; one on a line it never ran is judged
+    """With a coverage report of today's sources and older_trees="unexecuted" (the full
+    run's choice), a mutant whose line the default kernel's ci run executed is judged
+    there alone (by default every survivor goes on to the older trees); one on a line it never ran is judged
     at every supported tree and the first releases whose gates differ (gates.kernels_for);
     a stale report is not used."""
     ran = next(m for m in sampling.candidates(ROOT, ["reference/rss.py"]) if m.line > 1)
@@ -394,7 +395,10 @@ def test_older_trees_judge_only_survivors_the_default_kernel_never_runs(
         return runner.classify(mutant, components, 0, "", (), 0.1)
 
     monkeypatch.setattr(runner, "run_mutant", fake_run)
-    runner.run_all([(ran, ("rss",)), (idle, ("rss",))], root=ROOT, jobs=1, executed=executed)
+    runner.run_all([(ran, ("rss",)), (idle, ("rss",))], root=ROOT, jobs=1, executed=executed,
+                   older_trees="unexecuted")
     assert seen == {ran.line: (), idle.line: ("7.3.4", "6.18.44", "6.12.117", "6.12.0")}
+    runner.run_all([(ran, ("rss",))], root=ROOT, jobs=1, executed=executed)  # the default
+    assert seen[ran.line] == ("7.3.4", "6.18.44", "6.12.117", "6.12.0")
     (tmp_path / reach.DIGEST).write_text("0" * 64 + "\n")
     assert reach.fresh_executed_lines(tmp_path, ROOT) is None

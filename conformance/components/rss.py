@@ -99,8 +99,9 @@ def _rules_for_field(info: packet.PacketInfo, config: rss.RssConfig, field: str,
     flow_type = rss.flow_type_of(info)
     hashed = flow_type is not None and bool(config.fields_for(flow_type))
     if field == "hash":
-        if info.is_fragment:  # the flow type of a fragment decides first (IPV4/6_FLOW)
-            return ("RSS-IN-003",)
+        if info.is_fragment:  # the flow type of a fragment decides first (IPV4/6_FLOW),
+            # then a symmetric transform rewrites its address pair (RSS-XFRM-002)
+            return ("RSS-IN-003", *(("RSS-XFRM-002",) if config.input_xfrm else ()))
         if not hashed:
             return ("RSS-IN-004",)
         # Which fields entered the input is the configuration's decision: the default
@@ -253,7 +254,8 @@ def scenarios(draw: st.DrawFn, *, symmetric: bool | None = None,
 
 def header_scenarios() -> list[Scenario]:
     """Every :func:`~conformance.strategies.frames.header_cases` frame once, in scenarios
-    of 16 frames under the default fields, all four tuples and both symmetric transforms:
+    of 16 frames under the default fields, all four tuples, both symmetric transforms,
+    ports alone under a transform and half pairs:
     the parser's facts at each boundary (IHL 5/6/15, TCP data offsets, L4 headers ending
     exactly at the datagram's end or one byte short in a first fragment, other protocols,
     extension headers, tags with PCP/DEI set) decide the flow type and the hashed fields
@@ -262,9 +264,16 @@ def header_scenarios() -> list[Scenario]:
     key = MS_KEY.hex()
     four = {str(f): rss.FOUR_TUPLE for f in _PORT_FLOWS}
     four.update({str(rss.IPV4_FLOW): rss.TWO_TUPLE, str(rss.IPV6_FLOW): rss.TWO_TUPLE})
+    # Ports alone under a symmetric transform (no address pair enters the input), and a
+    # source address with the destination port alone (neither pair whole): RSS-IN-002's
+    # and RSS-XFRM-002's field tests each taken both ways.
+    ports = {str(f): rss.RXH_L4_B_0_1 | rss.RXH_L4_B_2_3 for f in _PORT_FLOWS}
+    halves = {str(f): rss.RXH_IP_SRC | rss.RXH_L4_B_2_3 for f in _PORT_FLOWS}
+    halves.update({str(rss.IPV4_FLOW): rss.RXH_IP_SRC, str(rss.IPV6_FLOW): rss.RXH_IP_SRC})
     configs: list[dict[str, Any]] = [
         {}, {"hash_fields": four}, {"input_xfrm": rss.RXH_XFRM_SYM_XOR},
         {"input_xfrm": rss.RXH_XFRM_SYM_OR_XOR, "hash_fields": four},
+        {"input_xfrm": rss.RXH_XFRM_SYM_XOR, "hash_fields": ports}, {"hash_fields": halves},
     ]
     out = []
     for i in range(0, len(cases), 16):
@@ -273,6 +282,7 @@ def header_scenarios() -> list[Scenario]:
             component="rss",
             config={"key": key, "indir": list(rss.default_indir(128, 7)), **extra},
             frames=tuple(cases[i:i + 16]),
-            rules=("RSS-IN-001", "RSS-IN-002", "RSS-IN-003"),
+            rules=("RSS-IN-001", "RSS-IN-002", "RSS-IN-003",
+                   *(("RSS-XFRM-002",) if extra.get("input_xfrm") else ())),
         ))
     return out

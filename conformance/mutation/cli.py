@@ -79,6 +79,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="stop each suite run at its first failing property (a full run in "
                         "about 4/5 of the time; kills under own rule then count only that "
                         "property's rules)")
+    m.add_argument("--older-trees", choices=("survivors", "unexecuted"), default="survivors",
+                   help="which survivors of the default kernel are judged again at the older "
+                        "trees: every one not judged equivalent (default), or only those "
+                        "whose lines the default kernel's ci run never executes (cheaper: "
+                        "the full run; misses a difference only an older tree's values show)")
     m.add_argument("--every-property", action="store_true",
                    help="run every property of the checking components against each mutant "
                         "even when --out holds a fresh selection.json from --coverage")
@@ -226,6 +231,8 @@ def _run(args: argparse.Namespace, mutants: list[Mutant],
               file=sys.stderr, flush=True)
     done = len(kept)
     executed = reach.fresh_executed_lines(args.out, ROOT)
+    if args.older_trees == "survivors":
+        executed = None
     older = ("survivors on lines the default kernel's ci run never executes "
              f"({args.out / reach.COVERAGE})" if executed is not None
              else "every survivor not judged equivalent")
@@ -249,7 +256,8 @@ def _run(args: argparse.Namespace, mutants: list[Mutant],
 
         fresh = runner.run_all(((m, checked_by[m.path]) for m in todo), root=ROOT,
                                jobs=args.jobs, limits=limits, on_result=progress,
-                               executed=executed, selection=chosen)
+                               executed=executed, selection=chosen,
+                               older_trees=args.older_trees)
     wall = time.monotonic() - start
     order = {m.id: i for i, m in enumerate(mutants)}
     results = sorted([*kept, *fresh], key=lambda r: order[r.mutant.id])

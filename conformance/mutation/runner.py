@@ -240,21 +240,26 @@ def run_all(
     on_result: Callable[[MutantResult], None] | None = None,
     executed: Mapping[str, frozenset[int]] | None = None,
     selection: Selection | None = None,
+    older_trees: str = "survivors",
 ) -> list[MutantResult]:
     """Run every (mutant, components) pair, ``jobs`` at a time; results in input order.
 
     Each is judged at the kernels :func:`gates.kernels_for` gives: a survivor of the
-    default kernel runs again at the older trees, unless it is registered as equivalent
-    or its line ran at the default kernel (then the default kernel has judged it
-    already): by ``selection`` (a line that can show it ran in one of its components'
-    properties: :func:`selection.showing_lines`) or else by ``executed`` (the lines the
-    default kernel's ci run executes, per module)."""
+    default kernel runs again at the older trees, unless it is registered as equivalent;
+    with ``older_trees="unexecuted"``, also not when its line ran at the default kernel:
+    by ``selection`` (a line that can show it ran in one of its components' properties:
+    :func:`selection.showing_lines`) or else by ``executed`` (the lines the default
+    kernel's ci run executes, per module).  That saves most of a full run's re-runs, but
+    misses a difference only an older tree's values show (a line every tree runs, with a
+    value only older ones let through: ``PP_RING_SIZE_LIMIT``'s comparison)."""
     items = list(work)
     settled = equivalents.judge((m for m, _ in items), root)
 
     def default_only(m: Mutant, components: tuple[str, ...]) -> bool:
         if m.id in settled:
             return True
+        if older_trees != "unexecuted":
+            return False
         if selection is not None and str(DEFAULT_KERNEL) in selection.kernels:
             return selection.properties(m, str(DEFAULT_KERNEL), components, root) != ()
         return executed is not None and not never_executed(m, executed)
