@@ -377,9 +377,9 @@ def test_older_trees_judge_only_survivors_the_default_kernel_never_runs(
 ) -> None:
     """With a coverage report of today's sources and older_trees="unexecuted" (the full
     run's choice), a mutant whose line the default kernel's ci run executed is judged
-    there alone (by default every survivor goes on to the older trees); one on a line it never ran is judged
-    at every supported tree and the first releases whose gates differ (gates.kernels_for);
-    a stale report is not used."""
+    there alone (by default every survivor goes on to the older trees); one on a line it
+    never ran is judged at every supported tree and the first releases whose gates differ
+    (gates.kernels_for); a stale report is not used."""
     ran = next(m for m in sampling.candidates(ROOT, ["reference/rss.py"]) if m.line > 1)
     idle = attrs.evolve(ran, line=ran.line + 1, end_line=ran.end_line + 1, stmt_line=ran.line + 1)
     (tmp_path / reach.COVERAGE).write_text(json.dumps({"files": {
