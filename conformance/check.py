@@ -231,6 +231,20 @@ def session_kernel(override: str | None, reported: str | None) -> str:
     return str(resolve_kernel(None))
 
 
+def expected_at(session: TargetSession, scenario: Scenario,
+                component: Component) -> tuple[Scenario, dict[str, Any]]:
+    """For a property that reads the target's answer itself: ``scenario`` at the session's
+    kernel and the reference's observables there, or a skip when the reference says the
+    scenario is not applicable at that kernel (as :func:`check` does).  Computed without
+    the kernel, the expectation would be the default kernel's, and a target asked at
+    another kernel would be asked for what it cannot answer (a zcrx scenario at 6.12)."""
+    scenario = with_kernel(scenario, session.kernel)
+    try:
+        return scenario, component.expected(scenario)
+    except NotApplicable as exc:
+        pytest.skip(f"not applicable: {exc}")
+
+
 def with_kernel(scenario: Scenario, kernel: str) -> Scenario:
     """The scenario with its kernel filled in (one that names its own keeps it)."""
     return scenario if scenario.kernel else attrs.evolve(scenario, kernel=kernel)

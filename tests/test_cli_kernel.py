@@ -42,6 +42,22 @@ def test_the_suite_passes_on_the_reference_for_each_version(
     assert verdicts["FEC-RX-005"] == "pass" and verdicts["TUN-BUF-001"] == "pass"
 
 
+@pytest.mark.rule("KVER-001", "ZCRX-OWN-001", "ZCRX-OWN-002", "ZCRX-OWN-003")
+def test_properties_reading_the_answer_themselves_predict_at_the_named_version(
+        tmp_path: Path) -> None:
+    """The ownership property compares the target's answer itself: at 6.12 (no zcrx) its
+    expectation must be 6.12's, so a reference served over exec is skipped there, not
+    asked for a scenario it cannot run and failed for the error (every gate-table mutant
+    judged at 6.12.117 was 'killed' under ZCRX-OWN by this)."""
+    report = tmp_path / "r.json"
+    serve = f"exec:{sys.executable} -m conformance.cli serve --target reference"
+    result = _cli("conformance", "--kernel", "6.12", "--driver", "zcrx", "--target", serve,
+                  "--rules", "ZCRX-OWN-*", "--report", str(report))
+    assert result.returncode == 0, result.stdout + result.stderr
+    verdicts = {r["rule"]: r["verdict"] for r in json.loads(report.read_text())["rules"]}
+    assert {verdicts[f"ZCRX-OWN-00{i}"] for i in (1, 2, 3)} == {"skip"}
+
+
 @pytest.mark.rule("KVER-001", "ZCRX-REG-001", "ZCRX-BUFLEN-001")
 def test_zcrx_registration_from_6_15_data_path_from_7_0(tmp_path: Path) -> None:
     """6.12 has no zcrx (not applicable); 6.18 registers (the registration rules are

@@ -273,16 +273,16 @@ def header_scenarios() -> list[Scenario]:
     configs: list[dict[str, Any]] = [
         {}, {"hash_fields": four}, {"input_xfrm": rss.RXH_XFRM_SYM_XOR},
         {"input_xfrm": rss.RXH_XFRM_SYM_OR_XOR, "hash_fields": four},
-        {"input_xfrm": rss.RXH_XFRM_SYM_XOR, "hash_fields": ports}, {"hash_fields": halves},
     ]
-    out = []
-    for i in range(0, len(cases), 16):
-        extra = configs[(i // 16) % len(configs)]
-        out.append(Scenario(
-            component="rss",
-            config={"key": key, "indir": list(rss.default_indir(128, 7)), **extra},
-            frames=tuple(cases[i:i + 16]),
-            rules=("RSS-IN-001", "RSS-IN-002", "RSS-IN-003",
-                   *(("RSS-XFRM-002",) if extra.get("input_xfrm") else ())),
-        ))
-    return out
+    chunks = [(cases[i:i + 16], configs[(i // 16) % len(configs)])
+              for i in range(0, len(cases), 16)]
+    with_ports = tuple(f for f in cases if packet.parse(f).sport >= 0)[:16]
+    chunks += [(with_ports, {"input_xfrm": rss.RXH_XFRM_SYM_XOR, "hash_fields": ports}),
+               (with_ports, {"hash_fields": halves})]
+    return [Scenario(
+        component="rss",
+        config={"key": key, "indir": list(rss.default_indir(128, 7)), **extra},
+        frames=tuple(frames),
+        rules=("RSS-IN-001", "RSS-IN-002", "RSS-IN-003",
+               *(("RSS-XFRM-002",) if extra.get("input_xfrm") else ())),
+    ) for frames, extra in chunks]

@@ -103,7 +103,12 @@ def judged_trees(root: Path) -> tuple[str, ...]:
     series whose gates answer otherwise than its supported tree (today 6.12.0: the
     page_pool ring limit of PP-INIT-002 is checked only before 6.12.63, so only there can
     a mutant of ``PP_RING_SIZE_LIMIT`` show)."""
-    pristine = _pristine((root / GATED).read_text())
+    return _judged_trees((root / GATED).read_text())
+
+
+@functools.lru_cache(maxsize=2)
+def _judged_trees(source: str) -> tuple[str, ...]:
+    pristine = _pristine(source)
     trees = sorted(pristine.SUPPORTED.values(), reverse=True)
     firsts = [pristine.KernelVersion(v.major, v.minor, 0) for v in trees]
     return (*(str(v) for v in trees),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, reject
 
-from conformance.check import RuleMismatch, TargetSession, check
+from conformance.check import RuleMismatch, TargetSession, check, expected_at
 from conformance.components import veth
 from conformance.scenario import Scenario
 from reference.errors import InvalidConfig
@@ -98,7 +98,7 @@ def test_veth_attach_needs_the_peer_mtu_to_fit(rx_target: TargetSession,
 
 def _check_hash_equalities(rx_target: TargetSession, scenario: Scenario,
                            rules: tuple[str, ...]) -> None:
-    expected = COMPONENT.expected(scenario)
+    scenario, expected = expected_at(rx_target, scenario, COMPONENT)
     check(rx_target, scenario, COMPONENT, expected=expected, mask=veth.HASH_MASK)
     actual = rx_target.run(scenario, expected)
     # Every successful rx_hash call of the run, by (packet, op): its place and value.

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from conformance.check import RuleMismatch, TargetSession, check
+from conformance.check import RuleMismatch, TargetSession, check, expected_at
 from conformance.components import zcrx
 from conformance.scenario import Scenario
 from reference.zcrx import decode_off
@@ -150,7 +150,7 @@ def _ownership_problems(obs: dict[str, Any]) -> list[tuple[str, str]]:
 def test_zcrx_ownership_holds(rx_target: TargetSession, scenario: Scenario) -> None:
     """user_refs never below zero; no niov gets more refills honoured than CQEs it was
     given out in; head never passes tail."""
-    expected = COMPONENT.expected(scenario)
+    scenario, expected = expected_at(rx_target, scenario, COMPONENT)
     check(rx_target, scenario, COMPONENT, expected=expected)
     actual = rx_target.run(scenario, expected)
     for rule, what in _ownership_problems(actual):
