@@ -119,3 +119,18 @@ def test_a_module_constant_is_shown_by_the_lines_that_read_it() -> None:
     kfuncs = "reference/kfuncs.py"
     flag = _mutant(_line_of(kfuncs, "XDP_FLAGS_SKB_MODE"), path=kfuncs)
     assert selection.showing_lines(flag, ROOT) is None
+
+
+def test_a_reference_failing_its_own_suite_at_a_kernel_stops_the_measurement() -> None:
+    """Every mutant judged at a kernel where the pristine reference fails would be
+    'killed' there; the coverage run refuses instead (a wrong target stands in for it)."""
+    command = [*selection.coverage_command(runner.sys.executable, ROOT,
+                                           Path(runner.tempfile.mkdtemp()) / ".c", "6.18.44"),
+               "--driver", "rss", "--target", "python:tests.wrong_targets:RssQueueFromHighBits"]
+    try:
+        selection.run_coverage(command, ROOT, "6.18.44")
+    except RuntimeError as exc:
+        assert "fails its own suite at kernel 6.18.44" in str(exc)
+        assert "RSS-RETA-004" in str(exc)
+    else:
+        raise AssertionError("a failing run was taken as a measurement")
