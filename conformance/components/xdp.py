@@ -315,7 +315,10 @@ def _run_all(scenario: Scenario, traced: bool) -> tuple[dict[str, Any], list[_Pa
         # The end of the TX completion: xdp_flush_frame_bulk of what is left.
         xdp_flush_frame_bulk(bulk, trace=tail_trace)
         flushes += _flushes(tail_trace)
-    observed = {"packets": [r.observed for r in runs], "rxq": calls,
+    # The queue's set-up first, as it happened: the comparison's first differing field
+    # is then the earliest decision that went wrong (a registration a device got wrong
+    # shows in its result before in the packets returned through it).
+    observed = {"rxq": calls, "packets": [r.observed for r in runs],
                 "bulk_flushes": flushes}
     return observed, runs, tail_trace.rules()
 
