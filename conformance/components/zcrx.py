@@ -757,6 +757,32 @@ def _refill_entry(draw: st.DrawFn) -> dict[str, Any]:
     return {"off": off, "len": 4096, "pad": 1 if kind == "pad" else 0}
 
 
+def direct_recycle_scenario() -> Scenario:
+    """The driver's direct put is a niov's last reference (ZCRX-MP-005's alloc-cache arm):
+    one TCP segment lands in a niov, the user reads and returns it, the provider's
+    refill takes the entry, and the driver, moving on, drops its hold in NAPI context,
+    so the niov goes to the pool's alloc cache, not its ring (which niov the next
+    allocation gets depends on it).  Found by searching the draw for that arm; the ci
+    draw of the data-path properties meets it only by luck of the seed."""
+    segment = bytes.fromhex(
+        "02000000000202000000000108004500002900010000400666cc0a0000010a000002"
+        "9c40270f000003e80000000050102000b499000000")
+    return Scenario(
+        component="zcrx",
+        config={"reg": {"rq_entries": 4, "rx_buf_len": 32768},
+                "area": {"len": 65536, "flags": IORING_ZCRX_AREA_DMABUF, "addr": 0,
+                         "dmabuf_fd": 3},
+                "netdev": {"qcfg_rx_page_size": True},
+                "device": {"placement": "packed", "gro_segs": 1, "linear_payload": 0},
+                "cq_entries": 4096, "pool_size": 1024},
+        frames=(segment,),
+        events=({"op": "rx", "frames": []}, {"op": "rx"},
+                {"op": "recv", "len": 0, "user_data": 9}, {"op": "return", "cqes": [0]},
+                {"op": "alloc", "n": 2}, {"op": "shutdown"}),
+        rules=("ZCRX-MP-005", "ZCRX-CQE-002", "ZCRX-REFILL-001"),
+    )
+
+
 @st.composite
 def data_path_scenarios(draw: st.DrawFn) -> Scenario:
     """A registered queue, a stream of frames, and a user who returns, double-returns and

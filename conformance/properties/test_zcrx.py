@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 
 from conformance.check import RuleMismatch, TargetSession, check, expected_at
 from conformance.components import zcrx
@@ -98,6 +98,7 @@ def test_zcrx_registration_on_veth_with_mixed_faults(rx_target: TargetSession,
                   "ZCRX-SCRUB-002", "ZCRX-SIM-001", "ZCRX-SIM-002", "ZCRX-SIM-003",
                   "ZCRX-SIM-005", "ZCRX-OWN-001")
 @given(scenario=zcrx.data_path_scenarios())
+@example(scenario=zcrx.direct_recycle_scenario())
 def test_zcrx_data_path_agrees_with_reference(rx_target: TargetSession,
                                               scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)
