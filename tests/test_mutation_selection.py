@@ -69,6 +69,10 @@ def test_the_data_round_trips_and_a_stale_one_is_not_used(tmp_path: Path) -> Non
     assert selection.load(tmp_path, ROOT) == SEL
     (tmp_path / selection.SELECTION).write_text(json.dumps(SEL.to_json("0" * 64)))
     assert selection.load(tmp_path, ROOT) is None
+    damaged = SEL.to_json(selection.digest(ROOT))
+    damaged["kernels"] = {DEFAULT: {"contexts": [], "lines": {"reference/rss.py": {"10": [3]}}}}
+    (tmp_path / selection.SELECTION).write_text(json.dumps(damaged))
+    assert selection.load(tmp_path, ROOT) is None
 
 
 def test_the_plugin_names_each_property_and_leaves_import_lines_to_all(tmp_path: Path) -> None:

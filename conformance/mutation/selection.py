@@ -230,9 +230,13 @@ def load(out: Path, root: Path = ROOT) -> Selection | None:
         doc = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
         return None
-    if doc.get("format") != FORMAT or doc.get("digest") != digest(root):
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT \
+            or doc.get("digest") != digest(root):
         return None
-    return Selection.from_json(doc)
+    try:
+        return Selection.from_json(doc)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, AssertionError):
+        return None  # damaged: measured again by --coverage, as a stale one is
 
 
 def coverage_command(python: str, root: Path, data: Path, kernel: str | None,
