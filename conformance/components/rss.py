@@ -99,9 +99,8 @@ def _rules_for_field(info: packet.PacketInfo, config: rss.RssConfig, field: str,
     flow_type = rss.flow_type_of(info)
     hashed = flow_type is not None and bool(config.fields_for(flow_type))
     if field == "hash":
-        if info.is_fragment:  # the flow type of a fragment decides first (IPV4/6_FLOW),
-            # then a symmetric transform rewrites its address pair (RSS-XFRM-002)
-            return ("RSS-IN-003", *(("RSS-XFRM-002",) if config.input_xfrm else ()))
+        if info.is_fragment:  # the flow type of a fragment decides first (IPV4/6_FLOW)
+            return ("RSS-IN-003",)
         if not hashed:
             return ("RSS-IN-004",)
         # Which fields entered the input is the configuration's decision: the default
