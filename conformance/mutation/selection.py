@@ -146,7 +146,7 @@ def _module_binding(path: Path, line: int) -> tuple[str, ...]:
     return ()
 
 
-@functools.lru_cache(maxsize=64)
+@functools.cache  # every module is read at start-up (_readers)
 def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(), str(path))
 
