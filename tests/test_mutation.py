@@ -172,6 +172,20 @@ def _is_module(name: str) -> bool:
         return False
 
 
+def test_a_full_run_lists_a_change_two_operators_make_once(tmp_path: Path) -> None:
+    """An ``if`` whose body is one call: dropping the body and dropping the statement are
+    the same mutant (same id); ``--all`` runs and counts it once."""
+    source = "def f(a):\n    if a:\n        g()\n    return 1\n"
+    (tmp_path / "reference").mkdir()
+    (tmp_path / "reference" / "x.py").write_text(source)
+    found = mutants_of_source(source, "reference/x.py", {})
+    ids = [m.id for m in found]
+    assert len(ids) > len(set(ids))
+    chosen = sampling.every_valid(tmp_path, found)
+    assert sorted(m.id for m in chosen) == sorted(set(ids))
+    assert chosen == [m for m in found if m in chosen]  # source order kept
+
+
 def test_a_sample_is_spread_over_components_and_reproducible() -> None:
     pool = sampling.candidates(ROOT, scope.mutated_modules(ROOT))
     first = sampling.sample(ROOT, pool, 10, seed=3)
@@ -193,8 +207,10 @@ def test_outcomes_follow_the_suite_exit_status() -> None:
     hang = "rx-oracle: 1 case(s) ended in a target error; first: ... no answer within 5s"
     assert runner.classify(m, ("rss",), 2, hang, (), 1.0).outcome == runner.TIMED_OUT
     assert runner.classify(m, ("rss",), None, "", (), 1.0).outcome == runner.TIMED_OUT
-    table = report.summary([killed, elsewhere, crash])
-    assert "| rss | 3 | 2 | 1 | 0 | 0 | 100% | 0 | 100% | 50% (2) | 0.0 |" in table
+    # three distinct mutants (a summary counts each id once)
+    table = report.summary([killed, attrs.evolve(elsewhere, mutant=attrs.evolve(m, col=m.col + 1)),
+                            attrs.evolve(crash, mutant=attrs.evolve(m, col=m.col + 2))])
+    assert "| rss | 3 | 2 | 1 | 0 | 0 | 100% | 0 | 100% | 0 | 100% | 50% (2) | 0.0 |" in table
 
 
 def test_the_summary_marks_survivors_the_ci_run_never_executes() -> None:

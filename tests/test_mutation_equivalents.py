@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 
 from conformance.mutation import equivalents, report, sampling, scope
 from conformance.mutation.mutator import Mutant
-from conformance.mutation.runner import KILLED, SURVIVED, MutantResult
+from conformance.mutation.runner import KILLED, NOT_RUN, SURVIVED, MutantResult
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,6 +59,28 @@ def test_equivalent_survivors_leave_the_non_equivalent_rate() -> None:
     assert row.split("|")[7:10] == [" 50% ", " 1 ", " 67% "]
     assert "**equivalent**: a constant read nowhere" in text
     assert "1 judged equivalent, 1 not" in text
+
+
+def test_survivors_no_property_ran_leave_the_reached_rate_and_ids_count_once() -> None:
+    """Hand-worked: 5 distinct mutants (one listed twice: two operators made the same
+    change), 2 killed, 3 survived: 1 judged equivalent, 1 that no property executes (it
+    survived without a run), 1 plain survivor.  Kill rate 2/5 = 40 %, non-equivalent
+    2/4 = 50 %, where reached 2/3 = 67 %."""
+    ms = [_mutant(n, f"({n})") for n in (1, 2, 3, 4, 5)]
+    unrun = attrs.evolve(_result(ms[3], SURVIVED),
+                         detail=f"{NOT_RUN}rss executes the line at 7.3.4 (selection.json)")
+    assert unrun.unreached and not _result(ms[4], SURVIVED).unreached
+    results = [_result(ms[0], KILLED), _result(ms[1], KILLED), _result(ms[2], SURVIVED),
+               unrun, _result(ms[4], SURVIVED), _result(ms[0], KILLED)]
+    eq = equivalents.Equivalent(path="reference/rss.py", function="f", operator="int",
+                                original="1", replacement="(3)", code="x",
+                                reason="a constant read nowhere")
+    text = report.summary(results, equivalent={ms[2].id: eq})
+    row = next(line for line in text.splitlines() if line.startswith("| rss |"))
+    cells = [c.strip() for c in row.split("|")[2:12]]
+    assert cells == ["5", "2", "0", "0", "3", "40%", "1", "50%", "1", "67%"]
+    assert "1 judged equivalent, 2 not, of which 1 not reached" in text
+    assert "no property executes it" in text
 
 
 def test_a_detected_equivalent_is_flagged() -> None:

@@ -50,6 +50,8 @@ from conformance.mutation.selection import SELECTION, Selection
 from reference.kernel import DEFAULT_KERNEL
 
 KILLED, CRASHED, TIMED_OUT, SURVIVED = "killed", "killed by crash", "timed out", "survived"
+#: How the detail of a survivor no property ran begins (:attr:`MutantResult.unreached`).
+NOT_RUN = "no property of "
 OUTCOMES = (KILLED, CRASHED, TIMED_OUT, SURVIVED)
 
 #: What the exec target says when a request outlives ``--timeout`` (targets/exec.py).
@@ -95,6 +97,14 @@ class MutantResult:
     @property
     def detected(self) -> bool:
         return self.outcome != SURVIVED
+
+    @property
+    def unreached(self) -> bool:
+        """A survivor no property ran: selection found none that executes its line at
+        any tree it was judged at, so it survived without a run.  Whether that line is
+        reachable is reach's question (``--coverage``: every branch the ci run never
+        takes is justified in unreached.toml), not power's."""
+        return self.outcome == SURVIVED and self.detail.startswith(NOT_RUN)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -163,7 +173,7 @@ def run_mutant(
     if not plan:
         where = ", ".join(kernels) if kernels else str(DEFAULT_KERNEL)
         return MutantResult(mutant, tuple(components), SURVIVED, 0, 0.0,
-                            detail=f"no property of {', '.join(components)} executes the "
+                            detail=f"{NOT_RUN}{', '.join(components)} executes the "
                                    f"line at {where} ({SELECTION})")
     source = (root / mutant.path).read_text()
     with tempfile.TemporaryDirectory(prefix="rx-mutant-", dir=scratch) as tmp_name:
