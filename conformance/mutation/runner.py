@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -52,6 +52,9 @@ from reference.kernel import DEFAULT_KERNEL
 KILLED, CRASHED, TIMED_OUT, SURVIVED = "killed", "killed by crash", "timed out", "survived"
 #: How the detail of a survivor no property ran begins (:attr:`MutantResult.unreached`).
 NOT_RUN = "no property of "
+#: Which survivors of the default kernel run again at the older trees: every one not
+#: judged equivalent, or only those whose line the default kernel's ci run never executes.
+OlderTrees = Literal["survivors", "unexecuted"]
 OUTCOMES = (KILLED, CRASHED, TIMED_OUT, SURVIVED)
 
 #: What the exec target says when a request outlives ``--timeout`` (targets/exec.py).
@@ -250,7 +253,7 @@ def run_all(
     on_result: Callable[[MutantResult], None] | None = None,
     executed: Mapping[str, frozenset[int]] | None = None,
     selection: Selection | None = None,
-    older_trees: str = "survivors",
+    older_trees: OlderTrees = "survivors",
 ) -> list[MutantResult]:
     """Run every (mutant, components) pair, ``jobs`` at a time; results in input order.
 
