@@ -26,7 +26,6 @@ Outcomes, from the suite's exit status (see ``conformance/cli.py``):
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shlex
 import shutil
@@ -46,7 +45,7 @@ import attrs
 from conformance.mutation import equivalents, gates
 from conformance.mutation.mutator import Mutant
 from conformance.mutation.reach import never_executed
-from conformance.mutation.selection import SELECTION, Selection
+from conformance.mutation.selection import SELECTION, Selection, failed_rules
 from reference.kernel import DEFAULT_KERNEL
 
 KILLED, CRASHED, TIMED_OUT, SURVIVED = "killed", "killed by crash", "timed out", "survived"
@@ -199,7 +198,7 @@ def run_mutant(
             env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
             code, stderr, spent = _run(argv, cwd=tmp, env=env, limit=limits.mutant)
             cpu += spent
-            failed = _failed_rules(report)
+            failed = failed_rules(report)
             if kernel is not None:
                 ran.append(kernel)
             if code != 0:
@@ -327,14 +326,6 @@ def _run(
     stream.close()
     cpu = usage.ru_utime + usage.ru_stime
     return (None if timed_out else proc.returncode), "".join(chunks), cpu
-
-
-def _failed_rules(report: Path) -> tuple[str, ...]:
-    try:
-        doc = json.loads(report.read_text())
-    except (OSError, json.JSONDecodeError):
-        return ()
-    return tuple(r["rule"] for r in doc.get("rules", []) if r.get("verdict") == "fail")
 
 
 def _last_message(stderr: str) -> str:

@@ -38,6 +38,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -255,18 +256,34 @@ def run_coverage(command: list[str], root: Path, kernel: str | None = None) -> N
 
     A rule the reference itself fails at some kernel would 'kill' every mutant judged
     there, so it stops the measurement (at 6.12.0 a fixed xdp scenario did, until the
-    component said not applicable)."""
+    component said not applicable).  The failing rules are read from the suite's JSON
+    report (the command's ``--report``, or one added here)."""
     env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True,
-                          check=False)
+    with tempfile.TemporaryDirectory(prefix="rx-coverage-") as tmp:
+        if "--report" in command:
+            report = Path(command[command.index("--report") + 1])
+        else:
+            report = Path(tmp) / "report.json"
+            command = [*command, "--report", str(report)]
+        proc = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True,
+                              check=False)
+        failed = failed_rules(report) if proc.returncode == 1 else ()
     if proc.returncode == 1:
-        failed = [line.strip() for line in proc.stdout.splitlines() if "│ fail" in line]
         raise RuntimeError(f"the reference fails its own suite at kernel "
                            f"{kernel or 'default'}: "
-                           f"{failed[0] if failed else proc.stdout.strip()[-200:]}")
+                           f"{', '.join(failed) if failed else proc.stdout.strip()[-200:]}")
     if proc.returncode != 0:
         tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
         raise RuntimeError(f"the suite under coverage exited {proc.returncode}: {tail}")
+
+
+def failed_rules(report: Path) -> tuple[str, ...]:
+    """The rules a suite report (``rx-oracle conformance --report``) says failed."""
+    try:
+        doc = json.loads(report.read_text())
+    except (OSError, json.JSONDecodeError):
+        return ()
+    return tuple(r["rule"] for r in doc.get("rules", []) if r.get("verdict") == "fail")
 
 
 def read_contexts(data: Path, root: Path) -> dict[str, dict[int, frozenset[str]]]:
