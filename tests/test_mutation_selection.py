@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conformance.mutation import runner, sampling, selection
 from conformance.mutation.mutator import Mutant
 from reference.kernel import DEFAULT_KERNEL
@@ -72,6 +74,15 @@ def test_the_data_round_trips_and_a_stale_one_is_not_used(tmp_path: Path) -> Non
     damaged = SEL.to_json(selection.digest(ROOT))
     damaged["kernels"] = {DEFAULT: {"contexts": [], "lines": {"reference/rss.py": {"10": [3]}}}}
     (tmp_path / selection.SELECTION).write_text(json.dumps(damaged))
+    assert selection.load(tmp_path, ROOT) is None
+    with pytest.raises(ValueError, match="past the 0 listed"):
+        selection.Selection.from_json(damaged)
+    damaged["kernels"] = {DEFAULT: {"contexts": ["a"], "lines": {"reference/rss.py": {"x": [0]}}}}
+    with pytest.raises(ValueError, match=f"kernels/{DEFAULT}/lines/reference/rss.py"):
+        selection.Selection.from_json(damaged)
+    (tmp_path / selection.SELECTION).write_text(json.dumps(damaged))
+    assert selection.load(tmp_path, ROOT) is None
+    (tmp_path / selection.SELECTION).write_text("[1, 2")
     assert selection.load(tmp_path, ROOT) is None
 
 

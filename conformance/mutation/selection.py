@@ -49,6 +49,30 @@ from conformance.mutation.reach import ROOT, source_digest
 
 SELECTION = "selection.json"
 FORMAT = 1
+#: selection.json, as :meth:`Selection.to_json` writes it: per kernel, the property node
+#: ids (contexts) once, and per module and line the indexes of those that ran it.
+SCHEMA: dict[str, object] = {
+    "type": "object",
+    "required": ["format", "digest", "kernels"],
+    "properties": {
+        "format": {"const": FORMAT},
+        "digest": {"type": "string"},
+        "kernels": {"type": "object", "additionalProperties": {
+            "type": "object",
+            "required": ["contexts", "lines"],
+            "additionalProperties": False,
+            "properties": {
+                "contexts": {"type": "array", "items": {"type": "string"}},
+                "lines": {"type": "object", "additionalProperties": {
+                    "type": "object",
+                    "propertyNames": {"pattern": "^[1-9][0-9]*$"},
+                    "additionalProperties": {
+                        "type": "array", "items": {"type": "integer", "minimum": 0}},
+                }},
+            },
+        }},
+    },
+}
 #: The context of lines run outside any property's call.
 ANYWHERE = ""
 
@@ -94,15 +118,28 @@ class Selection:
         return doc
 
     @classmethod
-    def from_json(cls, doc: dict[str, object]) -> Selection:
+    def from_json(cls, doc: object) -> Selection:
+        """The selection a document valid under :data:`SCHEMA` holds; ValueError for any
+        other (naming where it breaks the schema, or a context index out of range)."""
+        import jsonschema
+
+        try:
+            jsonschema.validate(doc, SCHEMA)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
+            raise ValueError(f"{SELECTION}: {where}: {exc.message}") from None
+        assert isinstance(doc, dict)  # the schema says so
         kernels: dict[str, dict[str, dict[int, frozenset[str]]]] = {}
-        raw = doc["kernels"]
-        assert isinstance(raw, dict)
-        for kernel, entry in raw.items():
+        for kernel, entry in doc["kernels"].items():
             names = entry["contexts"]
-            kernels[kernel] = {
-                path: {int(line): frozenset(names[i] for i in idx) for line, idx in lines.items()}
-                for path, lines in entry["lines"].items()}
+            try:
+                kernels[kernel] = {
+                    path: {int(line): frozenset(names[i] for i in idx)
+                           for line, idx in lines.items()}
+                    for path, lines in entry["lines"].items()}
+            except IndexError:
+                raise ValueError(f"{SELECTION}: kernels/{kernel}: a line names a context "
+                                 f"past the {len(names)} listed") from None
         return cls(kernels)
 
 
@@ -229,14 +266,10 @@ def load(out: Path, root: Path = ROOT) -> Selection | None:
         return None
     try:
         doc = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT \
-            or doc.get("digest") != digest(root):
-        return None
-    try:
+        if not isinstance(doc, dict) or doc.get("digest") != digest(root):
+            return None  # stale: measured again by --coverage
         return Selection.from_json(doc)
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError, AssertionError):
+    except (OSError, ValueError):  # json.JSONDecodeError is a ValueError
         return None  # damaged: measured again by --coverage, as a stale one is
 
 
