@@ -901,7 +901,9 @@ LIFECYCLE: tuple[tuple[str, dict[str, Any], tuple[dict[str, Any], ...]], ...] = 
     ("PP-DESTROY-008", {"napi_cpu": 0},  # napi_disable before destroy: no WARN
      ({"op": "alloc"}, {"op": "napi_owner", "cpu": 1}, {**_PUT, "alloc": 0, "cpu": 1},
       {"op": "napi_owner", "cpu": -1}, {"op": "destroy"})),
-    ("PP-DESTROY-008", {"napi_cpu": 0},  # queue restarts: the same NAPI, another, none
+    # queue restarts: the same NAPI, another, none; NAPI 2 is disabled at the destroy
+    # (list_owner -1: the model's NAPI has no SCHED bit, PP-DESTROY-008)
+    ("PP-DESTROY-008", {"napi_cpu": 0},
      ({"op": "alloc"}, {"op": "enable_direct_recycling", "napi": 0},
       {"op": "enable_direct_recycling", "napi": 1}, {"op": "napi_owner", "cpu": 1},
       {**_PUT, "alloc": 0, "cpu": 1}, {"op": "enable_direct_recycling", "napi": None},

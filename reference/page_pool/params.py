@@ -30,7 +30,11 @@ from .page import DmaDevice
 
 class NapiStruct:
     """The part of ``struct napi_struct`` page_pool reads: ``list_owner``, the CPU the
-    NAPI instance is being polled on (-1 when not scheduled)."""
+    NAPI instance is being polled on, -1 when it is not.
+
+    The kernel's NAPI also has a SCHED bit (set while disabled), which
+    ``napi_assert_will_not_race`` reads; the model has none, so -1 stands for a disabled
+    (or never registered) NAPI, never an enabled idle one (PP-DESTROY-008)."""
 
     __slots__ = ("list_owner",)
 

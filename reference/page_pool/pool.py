@@ -645,8 +645,10 @@ class PagePool:
         """``page_pool_disable_direct_recycling``: cpuid -1 and no NAPI (PP-DESTROY-008).
 
         With a NAPI attached the kernel first runs ``napi_assert_will_not_race``, which
-        WARNs if that NAPI is still owned by a CPU (``list_owner`` != -1), and carries on;
-        the model records that WARN in :attr:`warnings`.
+        WARNs unless that NAPI is disabled (SCHED set, ``list_owner`` -1) or was never
+        registered, and carries on.  The model's NAPI has no SCHED bit (-1 is read as
+        disabled, :class:`NapiStruct`), so it WARNs when ``list_owner`` is a CPU, and
+        records that WARN in :attr:`warnings` only.
         """
         self.cpuid = -1
         napi = self.napi
