@@ -44,6 +44,7 @@ from conformance.scenario import Scenario
 from conformance.strategies.frames import (
     LENGTH_FIELD_VALUES,
     ethernet_frames,
+    l4_check_edge_frames,
     length_field_frames,
     udp_length_frames,
 )
@@ -704,6 +705,27 @@ def _csum_frames() -> list[bytes]:
            bytes(eth / v4 / SCTP(sport=5, dport=6) / SCTPChunkData(data=b"abcd")),
            bytes(eth / v6 / SCTP(sport=5, dport=6, chksum=0x12345678)
                  / SCTPChunkData(data=b"abcd"))]
+
+
+#: The rules :func:`l4_check_edge_scenarios` aims at: the accelerator's verdict bits and
+#: the ``ip_summed`` read from them, over the full L4 check's edges (CSUM-L4-*) and the
+#: arithmetic under them (the IPv6 pseudo-header's length, SCTP's CRC32c).
+L4_EDGE_RULES = ("FEC-DEV-004", "FEC-RX-011", "CSUM-007", "CSUM-009", "CSUM-L4-001",
+                 "CSUM-L4-002", "CSUM-L4-003", "CSUM-L4-004", "CSUM-L4-005")
+
+
+def l4_check_edge_scenarios() -> list[tuple[str, Scenario]]:
+    """The checksum accelerator (FEC-DEV-004) and ``ip_summed`` (FEC-RX-011) on the edges
+    of the full L4 check no random frame reaches (``l4_check_edge_frames``): zero UDP
+    checksums with a length out of range, wrong UDP checksums with one zero byte, SCTP
+    without chunks, another protocol with a dozen bytes and more, IPv6 datagrams of 300
+    bytes and more; with and without the SHIFT16 pad."""
+    frames = tuple(l4_check_edge_frames())
+    return [(f"l4-edges-racc-{racc}",
+             Scenario(component="fec", frames=frames, rules=L4_EDGE_RULES,
+                      config={"bufdesc_ex": True, "rx_csum": True, "racc": racc,
+                              "rx_ring_size": 16, "tx_ring_size": 40}))
+            for racc in (True, False)]
 
 
 def _tagged(frame: bytes, tpid: int, tci: int) -> bytes:

@@ -46,7 +46,7 @@ from scapy.packet import Packet, Raw
 from conformance.components import Component, kernel_of, libblame, mlx5_ring, require
 from conformance.readable import kfunc_result_text, value_text
 from conformance.scenario import Scenario
-from conformance.strategies.frames import header_cases, udp_length_frames
+from conformance.strategies.frames import header_cases, l4_check_edge_frames, udp_length_frames
 from conformance.vectors.ms_rss import MS_KEY
 from reference import rss
 from reference.errors import InvalidConfig
@@ -804,8 +804,8 @@ def header_scenarios() -> list[Scenario]:
 
 
 def tail_and_cut_scenarios() -> list[Scenario]:
-    """Each case of the checksum tail fix-up once (MLX5-CSUM-009: the IP packet ending at an
-    odd or even offset, followed by 1, 8, 9 or 17 bytes of padding: the rotated add, and
+    """Each case of the checksum tail fix-up once (MLX5-CSUM-009: the IP packet ending at
+    each offset mod 4, followed by 1, 8, 9 or 17 bytes of padding: the rotated add, and
     the fast and slow tail counters), with the same frames behind a stripped and an
     in-packet tag (MLX5-CSUM-008); and the frames the skb head length is cut short by
     (PKT-L4-007): an IPv6 header shorter than 40 bytes, a TCP header ending before its
@@ -816,7 +816,9 @@ def tail_and_cut_scenarios() -> list[Scenario]:
         if tagged:
             eth = eth / Dot1Q(vlan=7, prio=5)
         for ip in (IP(src="10.0.0.1", dst="10.0.0.2"), IPv6(src="fd00::1", dst="fd00::2")):
-            for payload in (41, 42):
+            # The packet ends at each offset mod 4 (odd and even, each with and without
+            # bit 1: CSUM-005 rotates on bit 0 alone); a tag moves every end by 4.
+            for payload in (41, 42) if tagged else (41, 42, 43, 44):
                 packet = bytes(eth / ip / UDP(sport=3, dport=4) / Raw(b"t" * payload))
                 frames += [packet + bytes(range(1, pad + 1)) for pad in (1, 8, 9, 17)]
     cut = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
@@ -834,6 +836,28 @@ def tail_and_cut_scenarios() -> list[Scenario]:
         }
         out.append(Scenario(component="mlx5", config=config, frames=tuple(frames),
                             rules=("MLX5-CSUM-009", "MLX5-CSUM-008")))
+    return out
+
+
+def l4_check_edge_scenarios() -> list[Scenario]:
+    """The frames at the edges of the full L4 check (``l4_check_edge_frames``: zero UDP
+    checksums with a length out of range, wrong UDP checksums with one zero byte, IPv6 TCP
+    and UDP of 300 bytes and more, and SCTP, another protocol and ICMPv6 the device does not verify)
+    through the device's CQE_L4_OK (MLX5-DEV-005) and the handlers' ``ip_summed``, once
+    with CHECKSUM_COMPLETE off, where that bit decides CHECKSUM_UNNECESSARY (MLX5-CSUM-010),
+    and once with it on."""
+    frames = tuple(l4_check_edge_frames())
+    out = []
+    for no_complete in (True, False):
+        config: dict[str, Any] = {
+            "key": MS_KEY.hex(), "indir": [0, 1, 2, 3], "compression": "none",
+            "rq_type": "striding", "log_cq_size": 6, "log_wq_size": 4, "log_num_strides": 6,
+            "mtu": 1500, "vlan_strip": False, "budget": 64, "start": 0, "rx_path": True,
+            "rxcsum": True, "rx_linear": False, "csum_full": False,
+            "no_csum_complete": no_complete, "timestamps": [0] * len(frames),
+        }
+        out.append(Scenario(component="mlx5", config=config, frames=frames,
+                            rules=("MLX5-DEV-005", "MLX5-CSUM-010")))
     return out
 
 

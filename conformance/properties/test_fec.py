@@ -91,3 +91,22 @@ def test_fec_board_agrees_with_reference(rx_target: TargetSession, data: st.Data
     kfuncs = bool(getattr(rx_target.target, "kfuncs", False))
     check(rx_target, data.draw(fec.board_scenarios(fixed, kfuncs), label="scenario"),
           COMPONENT)
+
+
+#: The rules :func:`fec.l4_check_edge_scenarios` aims at, spelled out for ``rx-oracle spec``
+#: as FAMILY_RULES is.
+L4_EDGE_RULES = ("FEC-DEV-004", "FEC-RX-011", "CSUM-007", "CSUM-009", "CSUM-L4-001",
+                 "CSUM-L4-002", "CSUM-L4-003", "CSUM-L4-004", "CSUM-L4-005")
+if L4_EDGE_RULES != fec.L4_EDGE_RULES:
+    raise RuntimeError("L4_EDGE_RULES differs from fec.L4_EDGE_RULES")
+
+
+@pytest.mark.rule(*L4_EDGE_RULES)
+@pytest.mark.parametrize("scenario", [s for _, s in fec.l4_check_edge_scenarios()],
+                         ids=[name for name, _ in fec.l4_check_edge_scenarios()])
+def test_fec_l4_check_edges(rx_target: TargetSession, scenario: Scenario) -> None:
+    """The accelerator's verdict at the edges of the full L4 check (fec.l4_check_edge_
+    scenarios): a device that takes a zero UDP checksum before the length check, reads one
+    zero byte as "no checksum", skips SCTP without chunks, checks another protocol as SCTP,
+    or keeps only the low byte of the IPv6 pseudo-header's length differs here."""
+    check(rx_target, scenario, COMPONENT)

@@ -94,14 +94,27 @@ def test_mlx5_at_header_walk_boundaries(rx_target: TargetSession, scenario: Scen
 
 @pytest.mark.rule("MLX5-CSUM-007", "MLX5-CSUM-008", "MLX5-CSUM-009", "MLX5-SKB-002",
                   "MLX5-XDP-002")
-@pytest.mark.rule("PKT-IP6-001", "PKT-L4-007", "CSUM-008")
+@pytest.mark.rule("PKT-IP6-001", "PKT-L4-007", "CSUM-005", "CSUM-008")
 @pytest.mark.parametrize("scenario", mlx5.tail_and_cut_scenarios(),
                          ids=lambda s: f"vlan-strip-{s.config['vlan_strip']}")
 def test_mlx5_checksum_tail_and_cut_headers(rx_target: TargetSession,
                                             scenario: Scenario) -> None:
-    """The tail fix-up at each parity and length (not left to the draw: a device that
-    forgets the rotation at an odd offset, or counts 9 bytes as a fast tail, differs
-    here), and the skb head of frames cut inside their IPv6 or TCP header."""
+    """The tail fix-up at each offset mod 4 and length (not left to the draw: a device that
+    forgets the rotation at an odd offset, rotates on the wrong bit, or counts 9 bytes as a
+    fast tail, differs here), and the skb head of frames cut inside their IPv6 or TCP
+    header."""
+    check(rx_target, scenario, COMPONENT)
+
+
+@pytest.mark.rule("MLX5-DEV-005", "MLX5-CSUM-010", "CSUM-007", "CSUM-L4-001", "CSUM-L4-002",
+                  "CSUM-L4-006")
+@pytest.mark.parametrize("scenario", mlx5.l4_check_edge_scenarios(),
+                         ids=lambda s: f"no-csum-complete-{s.config['no_csum_complete']}")
+def test_mlx5_l4_check_edges(rx_target: TargetSession, scenario: Scenario) -> None:
+    """CQE_L4_OK and ``ip_summed`` at the edges of the full L4 check (mlx5.l4_check_edge_
+    scenarios): a device that verifies a zero UDP checksum before the length, reads one
+    zero byte as "no checksum", or keeps only the low byte of the IPv6 pseudo-header's
+    length differs here."""
     check(rx_target, scenario, COMPONENT)
 
 

@@ -201,6 +201,48 @@ def udp_length_frames() -> list[bytes]:
             bytes(eth / IPv6(src="fd00::1", dst="fd00::2", nh=1) / ICMP(chksum=0x1111))]
 
 
+def l4_check_edge_frames() -> list[bytes]:
+    """Frames at the edges of the full L4 check the random frames never reach (each a
+    frame a NIC can receive from the wire):
+
+    * UDP with a checksum of 0 and a length field out of range (7 and longer than the
+      datagram over IPv4, 3 and longer over IPv6): MALFORMED is decided before ZERO, so
+      a device skipping the length check for unchecked datagrams differs (CSUM-L4-002);
+    * UDP with a wrong checksum one of whose bytes is 0 (0x0001, 0x0100): only a field
+      of two zero bytes means "no checksum" (CSUM-L4-002);
+    * SCTP of the 12-byte common header alone, with a wrong and a right CRC32c: a
+      packet with no chunks is still checked (CSUM-L4-004, CSUM-009);
+    * protocol 253 (experimental, RFC 3692) over IPv4 and IPv6 with 16 bytes after the
+      IP header: another protocol has no checksum to check, whatever its length
+      (CSUM-L4-005);
+    * UDP, TCP and ICMPv6 over IPv6 with 300 or more bytes and a right checksum: the
+      pseudo-header's 32-bit length is more than its low byte (CSUM-007, CSUM-L4-001,
+      CSUM-L4-002, CSUM-L4-003); the random payloads stop at 64 bytes.
+    """
+    eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    v4 = IP(src="10.0.0.1", dst="10.0.0.2")
+    v6 = IPv6(src="fd00::1", dst="fd00::2")
+    good = bytes(eth / v4 / UDP(sport=7, dport=9) / b"payload!")
+    csum_at = 14 + 20 + 6  # the UDP checksum field: Ethernet, IPv4, UDP offset 6
+
+    def with_csum(value: int) -> bytes:
+        return good[:csum_at] + value.to_bytes(2, "big") + good[csum_at + 2:]
+
+    return [bytes(eth / v4 / UDP(sport=7, dport=9, len=7, chksum=0) / b"abcd"),
+            bytes(eth / v4 / UDP(sport=7, dport=9, len=200, chksum=0) / b"abcd"),
+            bytes(eth / v6 / UDP(sport=7, dport=9, len=3, chksum=0) / b"abcd"),
+            bytes(eth / v6 / UDP(sport=7, dport=9, len=200, chksum=0) / b"abcd"),
+            with_csum(0x0001),
+            with_csum(0x0100),
+            bytes(eth / v4 / SCTP(sport=5, dport=6, chksum=0x01020304)),
+            bytes(eth / v6 / SCTP(sport=5, dport=6)),
+            bytes(eth / IP(src="10.0.0.1", dst="10.0.0.2", proto=253) / Raw(bytes(range(16)))),
+            bytes(eth / IPv6(src="fd00::1", dst="fd00::2", nh=253) / Raw(bytes(range(16)))),
+            bytes(eth / v6 / UDP(sport=7, dport=9) / Raw(b"u" * 292)),
+            bytes(eth / v6 / TCP(sport=1, dport=2, flags="A") / Raw(b"t" * 280)),
+            bytes(eth / v6 / ICMPv6EchoRequest(data=b"i" * 292))]
+
+
 #: Type/length values around the 0x0600 boundary ``eth_type_trans`` draws (FEC-RX-010):
 #: the largest 802.3 length 0x05DC (1500), 0x05FF (the last value read as a length),
 #: 0x0600 (the first read as an ethertype), 0x0601, 0x06FF (the low byte the kernel's
