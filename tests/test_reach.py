@@ -49,6 +49,44 @@ def test_missed_branches_are_sorted(tmp_path: Path) -> None:
     assert "`reference/m.py:6` in `f`, to line 7: `if x > 10:`" in text
 
 
+CALLS = '''\
+class C:
+    def used(self):
+        return 1
+
+    def unused(self):
+        """Docstring: not a statement the run could execute."""
+        return 2
+
+
+def helper(x):
+    return x + 1
+
+
+def outer():
+    def inner():
+        return 4
+    return inner
+'''
+
+
+def test_a_function_nothing_calls_is_a_missed_branch(tmp_path: Path) -> None:
+    """``C.unused`` and ``helper`` have no branch of their own, so coverage lists none
+    missed; their never-run bodies count as one missed branch each, from the ``def`` to
+    the first statement. ``outer`` counts once (``inner`` is inside it)."""
+    (tmp_path / "reference").mkdir()
+    (tmp_path / "reference" / "c.py").write_text(CALLS)
+    doc = {"files": {"reference/c.py": {"missing_branches": [],
+                                        "missing_lines": [7, 11, 15, 16, 17]}}}
+    just = [unreached.Justification(path="reference/c.py", function="helper",
+                                    reason="a library helper no component calls")]
+    got = {(b.source, b.dest): (b.kind, b.function)
+           for b in unreached.classify(doc, tmp_path, just)}
+    assert got == {(5, 7): (unreached.OPEN, "C.unused"),
+                   (10, 11): (unreached.JUSTIFIED_KIND, "helper"),
+                   (14, 15): (unreached.OPEN, "outer")}
+
+
 def test_a_justification_narrowed_to_a_line(tmp_path: Path) -> None:
     (tmp_path / "reference").mkdir()
     (tmp_path / "reference" / "m.py").write_text(MODULE)
