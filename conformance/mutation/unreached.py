@@ -3,7 +3,8 @@
 Branch coverage alone is a percentage; what issue 14 asks is that every branch the ci run
 misses is either one no observable can depend on, or justified in writing. This module
 reads coverage.py's JSON report and sorts each missed branch (``from`` line, ``to`` line;
-a negative ``to`` leaves the function) into:
+a negative ``to`` leaves the function; a function the run never calls counts as one missed
+branch from its ``def`` to its first statement) into:
 
 - **refusal**: the branch leads to a ``raise``. The suite only sends what the reference
   accepts (PROTOCOL.md: a refused input is not a conformance question), so a refusal's
