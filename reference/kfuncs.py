@@ -469,10 +469,6 @@ class LoadedBpfProg:
     netdev: NetDevice | None
     resolved: MetadataOps
 
-    @property
-    def xdp_has_frags(self) -> bool:
-        return bool(self.attr.prog_flags & BPF_F_XDP_HAS_FRAGS)
-
     def call_rx_timestamp(self, ctx: Any, trace: Trace | None = None) -> RxTimestamp:
         self._require(XdpRxMetadata.XDP_METADATA_KFUNC_RX_TIMESTAMP)
         return bpf_xdp_metadata_rx_timestamp(ctx, self.resolved, trace)

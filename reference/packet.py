@@ -139,10 +139,6 @@ class PacketInfo:
     icmp_code: int = -1
     frag_offset: int = 0  # fragment offset in bytes (0 unless a non-first fragment)
 
-    @property
-    def has_ports(self) -> bool:
-        return self.sport >= 0
-
 
 # Precompiled layouts (network byte order).
 _U16 = struct.Struct("!H")

@@ -30,7 +30,7 @@ from reference.trace import Trace, emit
 
 from .area import Area, Niov, RefillRing
 from .pool import ZcPagePool
-from .provider import HONOURED, RefillOutcome, ZcrxIfq
+from .provider import HONOURED, ZcrxIfq
 from .recv import Cqe, CqRing, Frag, Receiver, RecvResult, Skb
 from .register import (
     PAGE_SHIFT,
@@ -425,12 +425,3 @@ class ZcrxEngine:
         if problems:
             raise StateViolation("; ".join(problems[:5]), obj="zcrx engine",
                                  rule="ZCRX-SIM-005")
-
-    @property
-    def honoured_refills(self) -> int:
-        assert self.ifq is not None
-        return sum(1 for r in self.ifq.refills if r.outcome in HONOURED)
-
-    def count_outcome(self, outcome: RefillOutcome) -> int:
-        assert self.ifq is not None
-        return sum(1 for r in self.ifq.refills if r.outcome is outcome)

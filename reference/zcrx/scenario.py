@@ -13,7 +13,6 @@ returning every CQE — so the counts are consequences of the rules, not formula
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import attrs
 
@@ -68,9 +67,6 @@ class StreamCounts:
         keys = ("cqes", "copy_cqes", "refill_entries", "pp_allocs", "mp_alloc_calls",
                 "niovs_from_ring", "niovs_from_freelist", "pp_ref_ops", "pp_unref_ops")
         return {k: round(getattr(self, k) * scale, 2) for k in keys}
-
-    def as_dict(self) -> dict[str, Any]:
-        return attrs.asdict(self)
 
 
 def stream_config(rx_buf_len: int, *, device: DeviceConfig | None = None,
