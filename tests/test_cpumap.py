@@ -414,3 +414,10 @@ def test_tracepoint_invariants_hold_for_the_model_and_catch_a_lost_frame() -> No
     idle = attrs.evolve(kt[0], processed=0, sched=0)
     assert any("without a wake-up" in p for p in tracepoint_problems([], [idle], 0, to_cpu=B))
     assert tracepoint_problems(enq, kt, 12, to_cpu=A)
+
+
+def test_fixed_case_rules_are_written_out() -> None:
+    """The cpumap fixed-case property names every rule its cases aim at."""
+    from conformance.components import cpumap as component
+    from conformance.properties import test_cpumap as props
+    assert set(props.FIXED_RULES) == {rule for rule, _, _ in component.FIXED_CASES}

@@ -644,6 +644,68 @@ def map_op_scenarios(draw: st.DrawFn) -> Scenario:
                     rules=("CPUMAP-MAP-001", "CPUMAP-MAP-003"))
 
 
+def _case(*steps: tuple[str, int]) -> tuple[dict[str, Any], ...]:
+    return tuple({"op": op, "n": n} for op, n in steps)
+
+
+#: The stale headroom case's program (XDP-ADJ-003): ``adjust_tail`` by -40 shrinks a
+#: linear 64-byte frame to 24 bytes but only the frag of a multi-buffer one, so the
+#: ``adjust_head(+20)`` after it succeeds on the multi-buffer frame alone (XDP-ADJ-002:
+#: 14 bytes must stay); ``adjust_head(-28)`` then puts the multi-buffer frame's start 8
+#: bytes into the headroom and the linear frame's 28, and each writes 4 bytes at its
+#: start.  A linear frame on a page a multi-buffer frame had before shows that frame's
+#: bytes 20 bytes into its own (the headroom is not cleared); on a fresh page, zeroes.
+_STALE_HEADROOM_PROG = ({"op": "adjust_tail", "delta": -40}, {"op": "adjust_head", "delta": 20},
+                        {"op": "adjust_head", "delta": -28},
+                        {"op": "write", "offset": 0, "data": "deadbeef"},
+                        {"op": "return", "action": 2})
+
+#: One case per road the random draws (nearly) never take: (rule, config, events).
+FIXED_CASES: tuple[tuple[str, dict[str, Any], tuple[dict[str, Any], ...]], ...] = (
+    # CPUMAP-KT-004: eight full batches with the ring still holding 8 frames: the 64th
+    # packet flushes GRO without an empty ring, so 64 skbs are the stack's and freed.
+    ("CPUMAP-KT-004", {"qsize": 128}, _case(("rx", 72), ("kthread", 8), ("free", 100))),
+    # CPUMAP-SIM-006: a map_update of CPU B's slot without a program fd, then traffic
+    # before any update: the new entry takes the poll's frames and runs no program.
+    ("CPUMAP-SIM-006", {"second_prog": [{"op": "return", "action": 1}]},
+     (*_case(("rx", 4), ("kthread", 1)), {"op": "map_update", "key": 1, "qsize": 16},
+      *_case(("rx", 4), ("kthread", 1), ("free", 8)))),
+    # CPUMAP-SIM-006: a map_delete of CPU B's slot drains its ring at once, so the stack
+    # frees those skbs before the update that makes a new entry.
+    ("CPUMAP-SIM-006", {},
+     (*_case(("rx", 4)), {"op": "map_delete", "key": 1}, *_case(("free", 4), ("update", 16)))),
+    # CPUMAP-SIM-001: CPU B is CPU 0, the map's first slot.
+    ("CPUMAP-SIM-001", {"cpu_a": 1, "cpu_b": 0},
+     _case(("rx", 4), ("kthread", 1), ("free", 4))),
+    # CPUMAP-MAP-001: without max_entries and nr_cpus the map has slots 0 .. 1 and CPUs
+    # 0 .. 1 possible: key 2 is E2BIG.
+    ("CPUMAP-MAP-001", {},
+     (*_case(("rx", 2)), {"op": "map_update", "key": 2, "qsize": 8},
+      *_case(("kthread", 1), ("free", 2)))),
+    # CPUMAP-SIM-001: the largest map and machine the engine takes (1024 slots, CPUs).
+    ("CPUMAP-SIM-001", {"max_entries": 1024, "nr_cpus": 1024},
+     (*_case(("rx", 2)), {"op": "map_update", "key": 1023, "qsize": 8},
+      *_case(("kthread", 1), ("free", 2)))),
+    # SKB-BUILD-002: the largest ethertype.
+    ("SKB-BUILD-002", {"ethertype": 0xFFFF}, _case(("rx", 2), ("kthread", 1), ("free", 2))),
+    # CPUMAP-SIM-007: the longest frag list the engine takes (64 counts).
+    ("CPUMAP-SIM-007", {"frags": [0, 1, 2, 17] * 16, "frag_len": 100},
+     _case(("rx", 5), ("kthread", 1), ("free", 5))),
+    # XDP-ADJ-003: headroom a program pushes into holds what the page held before (a
+    # recycled page is not cleared): packets 0 (linear) and 1 (one frag) are freed on CPU
+    # A, where the pool caches their pages, so packet 2 (linear) gets packet 1's head page.
+    ("XDP-ADJ-003", {"frags": [0, 1], "frag_len": 100, "free_cpu": 0,
+                     "second_prog": list(_STALE_HEADROOM_PROG)},
+     _case(("rx", 2), ("kthread", 1), ("free", 2), ("rx", 1), ("kthread", 1))),
+)
+
+
+def fixed_scenarios() -> list[Scenario]:
+    """:data:`FIXED_CASES` as scenarios."""
+    return [Scenario(component="cpumap", config=config, events=events, rules=(rule,))
+            for rule, config, events in FIXED_CASES]
+
+
 def fixture_scenarios() -> st.SearchStrategy[Scenario]:
     """What ``rx-oracle fixtures generate`` draws: the traffic scenarios and, one in four,
     map updates and deletes (:func:`map_op_scenarios`), so the corpus meets

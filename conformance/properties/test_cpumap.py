@@ -51,3 +51,22 @@ def test_cpumap_map_updates(rx_target: TargetSession, scenario: Scenario) -> Non
     kernel's version reads), and the same fates for frames a successful update of CPU B's
     slot made its old entry drain, and the protocol of frames of 802.3 lengths."""
     check(rx_target, scenario, COMPONENT)
+
+
+#: The rules of ``cpumap.FIXED_CASES``, written out so ``rx-oracle spec`` reads them
+#: statically; tests/test_cpumap.py keeps the two equal.
+FIXED_RULES = ("CPUMAP-KT-004", "CPUMAP-SIM-006", "CPUMAP-SIM-001", "CPUMAP-MAP-001",
+               "SKB-BUILD-002", "CPUMAP-SIM-007", "XDP-ADJ-003")
+
+
+@pytest.mark.rule(*FIXED_RULES)
+@pytest.mark.parametrize("scenario", cpumap.fixed_scenarios(),
+                         ids=[f"{rule}-{i}" for i, (rule, _, _) in
+                              enumerate(cpumap.FIXED_CASES)])
+def test_cpumap_each_fixed_case(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Each road the random draws miss, once: a GRO flush at the 64th packet with frames
+    still queued, traffic right after a map update or delete of CPU B's slot (the new
+    entry without a program; the deleted entry's skbs freed before the next update), CPU
+    B as CPU 0, the default map size refusing key 2, the largest map, ethertype and frag
+    list the engine takes, and headroom a program pushes into on a recycled page."""
+    check(rx_target, scenario, COMPONENT)
