@@ -830,3 +830,109 @@ def family_scenarios() -> list[tuple[str, Scenario]]:
         [{"op": "rx"}, {"op": "napi", "budget": 1}, {"op": "napi", "budget": 0},
          {"op": "napi"}, {"op": "stack_free"}])
     return out
+
+
+def state_families() -> list[tuple[str, Scenario]]:
+    """Fixed scenarios whose evidence is state a random draw rarely leaves in view: the
+    descriptors the MAC wrote and NAPI did not take (their enhanced words: the checksum
+    verdict, the VLAN bit, BDU, FEC-DEV-004 .. FEC-DEV-007), those words kept through a
+    restart (FEC-RX-013), a slot re-armed with L kept then reused by a split frame
+    (FEC-DEV-005, FEC-RX-003), a split frame's skb reading past its last chunk into the
+    bytes of an earlier CRC-failed frame (FEC-DEV-007, FEC-RX-008), AVB frame types and
+    the MAC's positions on TX queues 1 and 2 after open and restart (FEC-TX-003,
+    FEC-DEV-008), a budget-0 poll that a further frame can tell from a poll of one
+    (FEC-RX-002), XDP buffers held by a budget-0 poll until close (FEC-TX-006,
+    FEC-TX-007), the free-descriptor count after a completion (FEC-TX-005, FEC-TX-002),
+    XDP_TX pages and an ndo frame still queued when the run ends (FEC-RX-015), XDP_TX
+    from an odd offset (FEC-XDP-005), f601899e4321's XDP_TX queue on a kernel with the
+    RX-queue choice (FEC-XDP-008), and config keys left to their defaults (FEC-RX-001)."""
+    from scapy.layers.l2 import Ether
+
+    base = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02", type=0x88B5))
+    csum = _csum_frames()
+    good, bad_ip, bad_udp = csum[0], csum[1], csum[2]
+    xdp_tx: tuple[dict[str, Any], ...] = ({"op": "return", "action": 3},)
+    out: list[tuple[str, Scenario]] = []
+
+    def add(name: str, rules: tuple[str, ...], config: dict[str, Any], frames: list[bytes],
+            events: list[dict[str, Any]],
+            program: tuple[dict[str, Any], ...] | None = None) -> None:
+        cfg = {"rx_ring_size": 8, "tx_ring_size": 40, **config}
+        out.append((name, Scenario(component="fec", config=cfg, frames=tuple(frames),
+                                   events=tuple(events), program=program, rules=rules)))
+
+    # The MAC's enhanced words, left in the ring by a budget-0 poll: ICE, PCR, no verdict,
+    # the VLAN bit, a split frame's two descriptors (the verdict only on the last), BDU.
+    written = [bad_ip, bad_udp, good, _tagged(good, 0x8100, 0x2005), base + bytes(80)]
+    ex_on = {"bufdesc_ex": True, "rx_csum": True, "vlan_rx": True, "faults": {"4": ["split"]}}
+    add("mac-words-unconsumed", ("FEC-DEV-004", "FEC-DEV-005", "FEC-DEV-006", "FEC-DEV-007"),
+        ex_on, written, [{"op": "rx"}, {"op": "napi", "budget": 0}])
+    # fec_enet_bd_init rewrites only cbd_sc: the other words of unconsumed slots stay.
+    add("restart-keeps-words", ("FEC-RX-013", "FEC-BD-002"), ex_on, written,
+        [{"op": "rx"}, {"op": "napi", "budget": 0}, {"op": "restart"}])
+    # A split frame's first slot is an error re-armed with L kept (status ^ L); the next
+    # split frame's first chunk lands there and must not inherit that L.
+    add("split-slot-reused", ("FEC-DEV-005", "FEC-RX-003"),
+        {"rx_ring_size": 2, "faults": {"0": ["split"], "1": ["split"]}},
+        [base + bytes(60), base + bytes(90)],
+        [{"op": "rx", "frames": [0]}, {"op": "napi"}, {"op": "rx", "frames": [1]},
+         {"op": "napi"}, {"op": "stack_free"}])
+    # Frame 0 fails its CRC (its page stays in slot 0, FCS corrupted); frame 1 is split
+    # and its last chunk lands in slot 0: the skb covers datlen - sub_len bytes from there,
+    # past the chunk, into frame 0's tail and FCS.
+    for racc in (False, True):
+        add(f"split-over-crc-racc-{racc}", ("FEC-DEV-005", "FEC-DEV-007", "FEC-RX-008"),
+            {"rx_ring_size": 2, "racc": racc, "faults": {"0": ["crc"], "1": ["split"]}},
+            [base + bytes(46), base + bytes(86)],
+            [{"op": "rx", "frames": [0]}, {"op": "napi"}, {"op": "rx", "frames": [1]},
+             {"op": "napi"}, {"op": "stack_free"}])
+    # AVB frame types in cbd_esc and the MAC's own position on TX queues 1 and 2, from
+    # open and again after a restart (ndo_xdp_xmit goes to cpu % num_tx_queues).
+    ndo: list[dict[str, Any]] = [
+        {"op": "xdp_xmit", "frames": [0, 1]}, {"op": "tx_done"}, {"op": "napi"},
+        {"op": "restart"}, {"op": "xdp_xmit", "frames": [1, 0]}, {"op": "tx_done"},
+        {"op": "napi"}]
+    for cpu in (1, 2):
+        add(f"avb-queue-{cpu}", ("FEC-TX-003", "FEC-DEV-008", "FEC-RX-013"),
+            {"bufdesc_ex": True, "avb": True, "num_tx_queues": 3, "cpu": cpu},
+            [good, base + bytes(50)], ndo)
+    add("avb-default-off", ("FEC-TX-003", "FEC-RX-001"),  # no "avb" key: the quirk is off
+        {"bufdesc_ex": True, "num_tx_queues": 2, "cpu": 1}, [good, base + bytes(50)],
+        ndo[:3])
+    # A budget-0 poll takes nothing: the MAC then finds the ring full (a poll that took
+    # one descriptor would have freed a slot for frame 2).
+    add("rx-budget0-then-rx", ("FEC-RX-002", "FEC-DEV-001"), {"rx_ring_size": 2},
+        [good, base + bytes(50), base + bytes(70)],
+        [{"op": "rx", "frames": [0, 1]}, {"op": "napi", "budget": 0},
+         {"op": "rx", "frames": [2]}, {"op": "napi"}, {"op": "stack_free"}])
+    # XDP_TX frames sent, then a budget-0 poll (which leaves them) and close (which
+    # releases them without completion counters).
+    add("budget0-then-close", ("FEC-TX-006", "FEC-TX-007"), {}, [good, base + bytes(50)],
+        [{"op": "rx"}, {"op": "napi"}, {"op": "tx_done"}, {"op": "napi", "budget": 0},
+         {"op": "close"}], xdp_tx)
+    # 20 TX descriptors leave 18 free, one XDP_TX leaves 17: only a completion that moved
+    # dirty_tx lets the next frame's XDP_TX in.
+    add("tx-free-after-completion", ("FEC-TX-005", "FEC-TX-002"), {"tx_ring_size": 20},
+        [good, base + bytes(50)],
+        [{"op": "rx", "frames": [0]}, {"op": "napi"}, {"op": "tx_done"}, {"op": "napi"},
+         {"op": "rx", "frames": [1]}, {"op": "napi"}, {"op": "tx_done"}, {"op": "napi"}],
+        xdp_tx)
+    # The run ends with XDP_TX pages and an ndo frame queued on TX (conservation counts
+    # the pages, not the peer's frame).
+    add("tx-pending-at-end", ("FEC-RX-015",), {}, [good, base + bytes(50)],
+        [{"op": "rx"}, {"op": "napi"}, {"op": "xdp_xmit", "frames": [1]}], xdp_tx)
+    # XDP_TX after moving the head by one byte: the TX address is odd.
+    add("xdp-tx-odd-offset", ("FEC-XDP-005", "FEC-DEV-008"), {}, [good, base + bytes(50)],
+        [{"op": "rx"}, {"op": "napi"}, {"op": "tx_done"}, {"op": "napi"}],
+        ({"op": "adjust_head", "delta": 1}, {"op": "return", "action": 3}))
+    # f601899e4321's XDP_TX keeps the CPU's queue on every kernel (FEC-XDP-005's gate
+    # does not apply to it).
+    add("xdp-tx-frame-queue", ("FEC-XDP-005", "FEC-XDP-008"),
+        {"xdp_tx_frame": True, "num_tx_queues": 2, "cpu": 1}, [good, base + bytes(50)],
+        [{"op": "rx"}, {"op": "napi"}, {"op": "tx_done"}, {"op": "napi"}], xdp_tx)
+    # Keys left out: vlan_rx (on) with an 802.1Q frame; redirect_ok (no target).
+    add("default-vlan-rx", ("FEC-RX-009", "FEC-RX-001"), {"bufdesc_ex": True},
+        [_tagged(good, 0x8100, 0x6007)], [{"op": "rx"}, {"op": "napi"}])
+    add("default-redirect", ("FEC-XDP-006", "FEC-RX-001"), {}, [good],
+        [{"op": "rx"}, {"op": "napi"}], ({"op": "return", "action": 4},))
+    return out

@@ -110,3 +110,27 @@ def test_fec_l4_check_edges(rx_target: TargetSession, scenario: Scenario) -> Non
     zero byte as "no checksum", skips SCTP without chunks, checks another protocol as SCTP,
     or keeps only the low byte of the IPv6 pseudo-header's length differs here."""
     check(rx_target, scenario, COMPONENT)
+
+
+#: The rules :func:`fec.state_families` aims at (spelled out for ``rx-oracle spec``, as
+#: FAMILY_RULES is; the check below keeps the list equal to the scenarios' rules).
+STATE_RULES = ("FEC-BD-002", "FEC-DEV-001", "FEC-DEV-004", "FEC-DEV-005", "FEC-DEV-006",
+               "FEC-DEV-007", "FEC-DEV-008", "FEC-RX-001", "FEC-RX-002", "FEC-RX-003",
+               "FEC-RX-008", "FEC-RX-009", "FEC-RX-013", "FEC-RX-015", "FEC-TX-002",
+               "FEC-TX-003", "FEC-TX-005", "FEC-TX-006", "FEC-TX-007", "FEC-XDP-005",
+               "FEC-XDP-006", "FEC-XDP-008")
+if set(STATE_RULES) != {r for _, s in fec.state_families() for r in s.rules}:
+    raise RuntimeError("STATE_RULES differs from the rules of fec.state_families()")
+
+
+@pytest.mark.rule(*STATE_RULES)
+@pytest.mark.parametrize("scenario", [s for _, s in fec.state_families()],
+                         ids=[name for name, _ in fec.state_families()])
+def test_fec_state_families(rx_target: TargetSession, scenario: Scenario) -> None:
+    """State a random draw rarely leaves in view (fec.state_families): descriptors the MAC
+    wrote and NAPI left, through a restart too; a re-armed slot reused by a split frame;
+    a split frame's skb over an earlier CRC-failed frame's bytes; AVB frame types and
+    the MAC's TX positions on queues 1 and 2; a budget-0 poll a further frame can see;
+    XDP buffers held until close; the free count after a completion; TX still queued at
+    the end; XDP_TX from an odd offset; f601899e4321's XDP_TX queue; default config keys."""
+    check(rx_target, scenario, COMPONENT)
