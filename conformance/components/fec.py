@@ -17,7 +17,8 @@ events:  optional; default: ``rx`` (every frame), ``napi``, ``tx_done``, ``napi`
          n|null, "status": bits}``, ``{"op": "xdp_xmit", "frames": [i, ...]}``
          (ndo_xdp_xmit of those frames from another device), ``{"op": "fail_allocs",
          "count": n}``, ``{"op": "stack_free"}``, ``{"op": "restart"}``, ``{"op": "close"}``.
-observables: ``packets`` (one per RX descriptor the driver consumed), ``tx_completions``,
+observables: ``packets`` (one per RX descriptor the driver consumed; with a program, its
+         ``rx_queue_index``: what ``ctx->rx_queue_index`` reads), ``tx_completions``,
          ``wire`` (frames the MAC sent), ``xdp_xmit`` (frames each ndo call queued),
          ``counters`` (ndev->stats), ``ethtool`` (XDP and page_pool strings),
          ``page_pool``, ``conservation``, ``ops`` (``xdp_do_flush``: the polls that
@@ -69,7 +70,7 @@ from reference.trace import Trace
 from reference.xdp.buff import XdpBuff, xdp_init_buff, xdp_prepare_buff
 from reference.xdp.frame import xdp_convert_buff_to_frame
 from reference.xdp.mem import MemType
-from reference.xdp.rxq import NetDev, XdpRxqInfo
+from reference.xdp.rxq import NetDev, XdpRxqInfo, xdp_md_rxq_fields
 
 DEFAULT_EVENTS: tuple[Mapping[str, Any], ...] = (
     {"op": "rx"}, {"op": "napi"}, {"op": "tx_done"}, {"op": "napi"}, {"op": "stack_free"},
@@ -95,7 +96,10 @@ def _skb_obs(skb: rx.Skb | None) -> dict[str, Any] | None:
             "queue": skb.queue}
 
 
-def _packet_obs(rec: rx.RxRecord, frame: int | None) -> dict[str, Any]:
+def _packet_obs(rec: rx.RxRecord, frame: int | None, rx_queue_index: int) -> dict[str, Any]:
+    """One consumed descriptor; ``rx_queue_index`` is what a program reads from
+    ``ctx->rx_queue_index`` (XDP-PROG-004: through ``xdp->rxq``, the queue fec registered,
+    FEC-XDP-007), reported for the packets a program ran on."""
     x = rec.xdp
     page = {"error": "kept", "refill_failed": "kept"}.get(rec.outcome, rec.outcome)
     out: dict[str, Any] = {
@@ -107,6 +111,7 @@ def _packet_obs(rec: rx.RxRecord, frame: int | None) -> dict[str, Any]:
         "page": page,
         "recycle": None, "tx": None, "exception": False if x is None else x.exception,
         "skb": _skb_obs(rec.skb), "rearm_sc": rec.rearm_sc,
+        "rx_queue_index": None if x is None else rx_queue_index,
     }
     if x is not None and x.recycle is not None:
         out["recycle"] = {"sync": x.recycle[0], "direct": x.recycle[1],
@@ -204,7 +209,8 @@ def run(scenario: Scenario, trace: Trace | None = None,
         elif op == "napi":
             recs, done = rx.napi_poll(fep, int(ev.get("budget", budget_default)), program_for,
                                       trace)
-            packets += [_packet_obs(r, slot_frame.pop(r.slot, None)) for r in recs]
+            qidx = xdp_md_rxq_fields(fep.rxq.xdp_rxq)[1]
+            packets += [_packet_obs(r, slot_frame.pop(r.slot, None), qidx) for r in recs]
             completions += [_completion(c) for c in done]
             origins += [("FEC-TX-006", "FEC-TX-005") if tx_held else ("FEC-TX-005",)] * len(done)
             tx_held = "FEC-TX-006" in _rules_since(trace, mark) or (tx_held and not done)
@@ -308,6 +314,7 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("packets[*].skb.protocol", ("FEC-RX-010",)),
     ("packets[*].skb*", ("FEC-RX-008",)),
     ("packets[*].rearm_sc", ("FEC-RX-003",)),
+    ("packets[*].rx_queue_index", ("FEC-XDP-007",)),
     ("tx_completions[*].fate", ("FEC-TX-005",)),
     ("tx_completions*", ("FEC-TX-005",)),
     ("wire*", ("FEC-TX-003",)),
