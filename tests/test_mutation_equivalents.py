@@ -8,6 +8,7 @@ registry is one line naming the entry and field.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import attrs
@@ -28,8 +29,10 @@ def test_every_entry_names_a_current_mutant() -> None:
         assert path in modules, f"the registry names {path}, not a mutated module"
     pool = sampling.candidates(ROOT, paths)
     sources = {p: (ROOT / p).read_text() for p in paths}
-    found = {equivalents.key_of(m, sources[m.path]) for m in pool}
-    stale = [eq for key, eq in registry.items() if key not in found]
+    found = {(*equivalents.key_of(m, sources[m.path]), m.col) for m in pool}
+    keys = {k[:6] for k in found}
+    stale = [eq for eq in registry.values()
+             if (eq.key not in keys if eq.col is None else eq.entry_key not in found)]
     assert not stale, ("registry entries that match no mutant of the current "
                        "source (judge them again): "
                        + "; ".join(f"{eq.path} {eq.function} {eq.code!r}" for eq in stale))
@@ -81,6 +84,47 @@ def test_survivors_no_property_ran_leave_the_reached_rate_and_ids_count_once() -
     assert cells == ["5", "2", "0", "0", "3", "40%", "1", "50%", "1", "67%"]
     assert "1 judged equivalent, 2 not, of which 1 not reached" in text
     assert "no property executes it" in text
+
+
+def test_an_entry_naming_a_column_judges_only_that_mutant() -> None:
+    """Two mutants of one line with the same key (the same text replaced the same way at
+    two places): an entry with ``col`` judges one, an entry without judges both."""
+    one, two = (attrs.evolve(_mutant(5, "(2)"), col=c) for c in (4, 9))
+    source = "\n" * 4 + "x\n"
+    base = {"path": "reference/rss.py", "function": "f", "operator": "int", "original": "1",
+            "replacement": "(2)", "code": "x", "reason": "a constant read nowhere"}
+    by_col = equivalents.Equivalent(**base, col=9)
+    registry = {by_col.entry_key: by_col}
+    assert equivalents.lookup(registry, one, source) is None
+    assert equivalents.lookup(registry, two, source) is by_col
+    every = equivalents.Equivalent(**base)
+    registry = {every.entry_key: every}
+    assert equivalents.lookup(registry, one, source) is every
+    assert equivalents.lookup(registry, two, source) is every
+
+
+def test_registering_twice_or_an_ambiguous_key_is_refused_and_leaves_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    root = tmp_path / "root"
+    registry = root / "conformance" / "mutation" / "equivalents"
+    registry.mkdir(parents=True)
+    (root / "reference").mkdir()
+    (root / "reference" / "rss.py").write_text("\n" * 4 + "x\n")
+    monkeypatch.setattr(equivalents, "REGISTRY", registry)
+    one, two = (attrs.evolve(_mutant(5, "(2)"), col=c, code="x") for c in (4, 9))
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps({"mutant": m.to_json()}) + "\n" for m in (one, two)))
+    reason = "a constant read nowhere"
+    assert equivalents.main([str(results), one.id, reason]) == 2
+    assert "--col" in capsys.readouterr().err
+    assert not (registry / "rss.toml").exists()
+    assert equivalents.main([str(results), two.id, reason, "--col"]) == 0
+    written = (registry / "rss.toml").read_text()
+    assert "col = 9" in written
+    assert equivalents.main([str(results), two.id, reason, "--col"]) == 2
+    assert "registered already" in capsys.readouterr().err
+    assert (registry / "rss.toml").read_text() == written
 
 
 def test_a_detected_equivalent_is_flagged() -> None:
