@@ -40,6 +40,9 @@ SEL = selection.Selection({
         12: frozenset({selection.ANYWHERE, "test_rss.py::test_a"}),
     }},
     "6.12.117": {"reference/rss.py": {}},
+}, {
+    DEFAULT: {"PP-INIT-002": frozenset({"test_page_pool.py::test_p", "test_xdp.py::test_x"})},
+    "6.12.117": {},
 })
 
 
@@ -48,6 +51,36 @@ def test_a_line_run_by_some_properties_selects_those_of_the_checking_components(
     assert SEL.properties(_mutant(11), DEFAULT, ("rss",)) == ("test_rss.py::test_b",)
     assert SEL.properties(_mutant(10, 11), DEFAULT, ("rss", "veth")) == (
         "test_rss.py::test_a", "test_rss.py::test_b", "test_veth.py::test_c")
+
+
+def test_a_gate_table_mutant_runs_what_asks_for_its_gate() -> None:
+    """A mutant inside one ``Gate(rule, ...)`` of ``GATES`` changes only what
+    ``gate(kernel, rule)`` answers, so only the properties that asked for that rule can
+    see it (every gate call runs the one line of ``gate``: lines cannot tell them apart)."""
+    kernel_py = "reference/kernel.py"
+    entry = _line_of(kernel_py, '    Gate("PP-INIT-002"')
+    since = next(i for i in range(entry, entry + 6)
+                 if "Since(" in (ROOT / kernel_py).read_text().splitlines()[i - 1])
+    mutant = _mutant(since, path=kernel_py)
+    assert selection.gate_entry(mutant, ROOT) == "PP-INIT-002"
+    assert SEL.properties(mutant, DEFAULT, ("page_pool",)) == ("test_page_pool.py::test_p",)
+    assert SEL.properties(mutant, "6.12.117", ("page_pool",)) == ()
+    assert SEL.properties(mutant, "6.18.44", ("page_pool",)) is None  # not measured there
+    supported = _mutant(_line_of(kernel_py, "    (6, 12): KernelVersion("), path=kernel_py)
+    assert selection.gate_entry(supported, ROOT) is None
+    assert selection.gate_entry(_mutant(10), ROOT) is None
+
+
+def test_the_plugin_records_the_gates_each_property_asks_for(tmp_path: Path) -> None:
+    """PP-INIT-002 (the ring clamp) is asked for by the page_pool properties that create
+    a pool, under their own node ids."""
+    data = tmp_path / ".coverage"
+    command = [*selection.coverage_command(runner.sys.executable, ROOT, data, None),
+               "--driver", "page_pool", "--rules", "PP-INIT-00*"]
+    selection.run_coverage(command, ROOT)
+    gates = selection.read_gates(data)
+    assert any(c.startswith("test_page_pool.py::") for c in gates["PP-INIT-002"])
+    assert all("::" in c or c == selection.ANYWHERE for cs in gates.values() for c in cs)
 
 
 def test_a_line_run_outside_any_property_or_an_unmeasured_kernel_runs_everything() -> None:
@@ -72,12 +105,14 @@ def test_the_data_round_trips_and_a_stale_one_is_not_used(tmp_path: Path) -> Non
     (tmp_path / selection.SELECTION).write_text(json.dumps(SEL.to_json("0" * 64)))
     assert selection.load(tmp_path, ROOT) is None
     damaged = SEL.to_json(selection.digest(ROOT))
-    damaged["kernels"] = {DEFAULT: {"contexts": [], "lines": {"reference/rss.py": {"10": [3]}}}}
+    damaged["kernels"] = {DEFAULT: {"contexts": [], "lines": {"reference/rss.py": {"10": [3]}},
+                                    "gates": {}}}
     (tmp_path / selection.SELECTION).write_text(json.dumps(damaged))
     assert selection.load(tmp_path, ROOT) is None
     with pytest.raises(ValueError, match="past the 0 listed"):
         selection.Selection.from_json(damaged)
-    damaged["kernels"] = {DEFAULT: {"contexts": ["a"], "lines": {"reference/rss.py": {"x": [0]}}}}
+    damaged["kernels"] = {DEFAULT: {"contexts": ["a"], "lines": {"reference/rss.py": {"x": [0]}},
+                                    "gates": {}}}
     with pytest.raises(ValueError, match=f"kernels/{DEFAULT}/lines/reference/rss.py"):
         selection.Selection.from_json(damaged)
     (tmp_path / selection.SELECTION).write_text(json.dumps(damaged))

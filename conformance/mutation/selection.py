@@ -48,7 +48,7 @@ from conformance.mutation.mutator import Mutant
 from conformance.mutation.reach import ROOT, source_digest
 
 SELECTION = "selection.json"
-FORMAT = 1
+FORMAT = 2
 #: selection.json, as :meth:`Selection.to_json` writes it: per kernel, the property node
 #: ids (contexts) once, and per module and line the indexes of those that ran it.
 SCHEMA: dict[str, object] = {
@@ -59,10 +59,12 @@ SCHEMA: dict[str, object] = {
         "digest": {"type": "string"},
         "kernels": {"type": "object", "additionalProperties": {
             "type": "object",
-            "required": ["contexts", "lines"],
+            "required": ["contexts", "lines", "gates"],
             "additionalProperties": False,
             "properties": {
                 "contexts": {"type": "array", "items": {"type": "string"}},
+                "gates": {"type": "object", "additionalProperties": {
+                    "type": "array", "items": {"type": "integer", "minimum": 0}}},
                 "lines": {"type": "object", "additionalProperties": {
                     "type": "object",
                     "propertyNames": {"pattern": "^[1-9][0-9]*$"},
@@ -79,9 +81,12 @@ ANYWHERE = ""
 
 @attrs.frozen
 class Selection:
-    """Per kernel version, per module path, per line: the contexts that ran it."""
+    """Per kernel version, per module path, per line: the contexts that ran it; and per
+    kernel version, per version gate (a rule of ``reference.kernel.GATES``): the contexts
+    that asked for it."""
 
     kernels: dict[str, dict[str, dict[int, frozenset[str]]]]
+    gates: dict[str, dict[str, frozenset[str]]] = attrs.field(factory=dict)
 
     def properties(self, mutant: Mutant, kernel: str, components: Sequence[str],
                    root: Path = ROOT) -> tuple[str, ...] | None:
@@ -93,12 +98,18 @@ class Selection:
         table = self.kernels.get(kernel)
         if table is None:
             return None
-        showing = showing_lines(mutant, root)
-        if showing is None:
-            return None
+        rule = gate_entry(mutant, root)
         seen: set[str] = set()
-        for path, line in showing:
-            seen |= table.get(path, {}).get(line, frozenset())
+        if rule is not None:  # one entry of the gate table: what asks for that gate
+            if kernel not in self.gates:
+                return None
+            seen |= self.gates[kernel].get(rule, frozenset())
+        else:
+            showing = showing_lines(mutant, root)
+            if showing is None:
+                return None
+            for path, line in showing:
+                seen |= table.get(path, {}).get(line, frozenset())
         if ANYWHERE in seen:
             return None
         files = {f"test_{c}.py" for c in components}
@@ -108,12 +119,15 @@ class Selection:
         doc: dict[str, object] = {"format": FORMAT, "digest": digest}
         kernels: dict[str, object] = {}
         for kernel, modules in self.kernels.items():
-            names = sorted({c for lines in modules.values() for cs in lines.values() for c in cs})
+            gates = self.gates.get(kernel, {})
+            names = sorted({c for lines in modules.values() for cs in lines.values() for c in cs}
+                           | {c for cs in gates.values() for c in cs})
             index = {n: i for i, n in enumerate(names)}
             kernels[kernel] = {"contexts": names, "lines": {
                 path: {str(line): sorted(index[c] for c in cs)
                        for line, cs in sorted(lines.items())}
-                for path, lines in sorted(modules.items())}}
+                for path, lines in sorted(modules.items())},
+                "gates": {rule: sorted(index[c] for c in cs) for rule, cs in sorted(gates.items())}}
         doc["kernels"] = kernels
         return doc
 
@@ -130,6 +144,7 @@ class Selection:
             raise ValueError(f"{SELECTION}: {where}: {exc.message}") from None
         assert isinstance(doc, dict)  # the schema says so
         kernels: dict[str, dict[str, dict[int, frozenset[str]]]] = {}
+        gates: dict[str, dict[str, frozenset[str]]] = {}
         for kernel, entry in doc["kernels"].items():
             names = entry["contexts"]
             try:
@@ -137,10 +152,41 @@ class Selection:
                     path: {int(line): frozenset(names[i] for i in idx)
                            for line, idx in lines.items()}
                     for path, lines in entry["lines"].items()}
+                gates[kernel] = {rule: frozenset(names[i] for i in idx)
+                                 for rule, idx in entry["gates"].items()}
             except IndexError:
-                raise ValueError(f"{SELECTION}: kernels/{kernel}: a line names a context "
-                                 f"past the {len(names)} listed") from None
-        return cls(kernels)
+                raise ValueError(f"{SELECTION}: kernels/{kernel}: a line or gate names a "
+                                 f"context past the {len(names)} listed") from None
+        return cls(kernels, gates)
+
+
+#: The module whose gate table :func:`gate_entry` knows, and the table's name.
+GATE_MODULE, GATE_TABLE = "reference/kernel.py", "GATES"
+
+
+def gate_entry(mutant: Mutant, root: Path = ROOT) -> str | None:
+    """The rule of the version gate whose entry ``mutant`` changes (a mutant inside one
+    ``Gate(rule, ...)`` of ``GATES``), else None.  Only ``gate(kernel, rule)`` reads an
+    entry, by its rule, so only what asks for that rule can see the mutant."""
+    if mutant.path != GATE_MODULE:
+        return None
+    for node in _tree(root / mutant.path).body:
+        if not (isinstance(node, ast.AnnAssign | ast.Assign)
+                and node.lineno <= mutant.line <= (node.end_lineno or node.lineno)):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if not any(isinstance(t, ast.Name) and t.id == GATE_TABLE for t in targets):
+            return None
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) \
+                    and call.func.id == "Gate" and call.args \
+                    and isinstance(call.args[0], ast.Constant) \
+                    and isinstance(call.args[0].value, str) \
+                    and call.lineno <= mutant.line <= (call.end_lineno or call.lineno) \
+                    and mutant.end_line <= (call.end_lineno or call.lineno):
+                return call.args[0].value
+        return None
+    return None
 
 
 def showing_lines(mutant: Mutant, root: Path = ROOT) -> frozenset[tuple[str, int]] | None:
@@ -276,10 +322,11 @@ def load(out: Path, root: Path = ROOT) -> Selection | None:
 def coverage_command(python: str, root: Path, data: Path, kernel: str | None,
                      report: Path | None = None) -> list[str]:
     """The ci suite under branch coverage of ``reference/``, each property's lines under
-    its own context, at ``kernel`` (the default when None)."""
+    its own context, at ``kernel`` (the default when None); the gates each property asks
+    about go to :func:`gate_log` of ``data``."""
     return [python, "-m", "coverage", "run", "--branch", f"--source={root / 'reference'}",
             f"--data-file={data}", "-m", "conformance.mutation.suite", "--contexts",
-            "--profile", "ci",
+            "--gate-log", str(gate_log(data)), "--profile", "ci",
             *(["--kernel", kernel] if kernel else []),
             *(["--report", str(report)] if report else [])]
 
@@ -332,6 +379,17 @@ def read_contexts(data: Path, root: Path) -> dict[str, dict[int, frozenset[str]]
     return found
 
 
+def gate_log(data: Path) -> Path:
+    """Where a coverage run into ``data`` writes the gates each property asked about."""
+    return data.with_name(data.name + ".gates.json")
+
+
+def read_gates(data: Path) -> dict[str, frozenset[str]]:
+    """Per gate rule, the contexts that asked for it in the coverage run into ``data``."""
+    doc = json.loads(gate_log(data).read_text())
+    return {rule: frozenset(contexts) for rule, contexts in doc.items()}
+
+
 def measure(out: Path, default_data: Path, older: Iterable[str], *, root: Path = ROOT,
             python: str = sys.executable) -> Selection:
     """Write ``out/selection.json``: the default kernel's contexts from ``default_data``
@@ -339,11 +397,13 @@ def measure(out: Path, default_data: Path, older: Iterable[str], *, root: Path =
     from reference.kernel import DEFAULT_KERNEL
 
     kernels = {str(DEFAULT_KERNEL): read_contexts(default_data, root)}
+    gates = {str(DEFAULT_KERNEL): read_gates(default_data)}
     for kernel in older:
         data = (out / f".coverage-{kernel}").resolve()
         data.unlink(missing_ok=True)
         run_coverage(coverage_command(python, root, data, kernel), root, kernel)
         kernels[kernel] = read_contexts(data, root)
-    found = Selection(kernels)
+        gates[kernel] = read_gates(data)
+    found = Selection(kernels, gates)
     (out / SELECTION).write_text(json.dumps(found.to_json(digest(root))) + "\n")
     return found
