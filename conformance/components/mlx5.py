@@ -861,6 +861,33 @@ def l4_check_edge_scenarios() -> list[Scenario]:
     return out
 
 
+def headlen_edge_scenarios() -> list[Scenario]:
+    """Frames whose skb head (``eth_get_headlen``, PKT-L4-007; MLX5-XDP-002) is the whole
+    frame or stops short of it by an L4 header, decided by a fragment field: an IPv4
+    fragment with MF and offset 1 (a later fragment: no UDP header in the head), an IPv6
+    first fragment whose next header is a destination-options header (the first-fragment
+    walk goes on through it to UDP), and an IPv4 first fragment carrying IPv4 that is a
+    later fragment (the outer first fragment still adds the inner UDP header).  Each ends
+    with its UDP header, so ``nr_frags`` is 0 exactly when the head holds it; through the
+    striding non-linear handler with no program."""
+    eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    udp = UDP(sport=3, dport=4)
+    frames = (bytes(eth / IP(src="10.0.0.1", dst="10.0.0.2", flags="MF", frag=1) / udp),
+              bytes(eth / IPv6(src="fd00::1", dst="fd00::2") / IPv6ExtHdrFragment(offset=0, m=1)
+                    / IPv6ExtHdrDestOpt() / udp),
+              bytes(eth / IP(src="10.0.0.1", dst="10.0.0.2", flags="MF", proto=4)
+                    / IP(src="10.0.1.1", dst="10.0.1.2", frag=1) / udp))
+    config: dict[str, Any] = {
+        "key": MS_KEY.hex(), "indir": [0, 1, 2, 3], "compression": "none",
+        "rq_type": "striding", "log_cq_size": 6, "log_wq_size": 4, "log_num_strides": 6,
+        "mtu": 1500, "vlan_strip": False, "budget": 64, "start": 0, "rx_path": True,
+        "rxcsum": True, "rx_linear": False, "csum_full": False,
+        "timestamps": [0] * len(frames),
+    }
+    return [Scenario(component="mlx5", config=config, frames=frames,
+                     rules=("MLX5-XDP-002", "PKT-L4-007"))]
+
+
 # --- teaching ------------------------------------------------------------------------------
 
 _L3 = {0: "none", 1: "IPv6", 2: "IPv4"}

@@ -523,10 +523,72 @@ def dissector_constant_scenarios() -> list[Scenario]:
     oob = [None] * (len(second) - 4) + [tag, None, tag, None]
     rules = ("VETH-KF-002", "VETH-KF-005", "VETH-KF-007")
     rx_hash = ({"op": "kfunc", "name": "rx_hash"},)
+    third, oob3, programs = _dissector_field_frames()
     return [Scenario(component="veth", config={"path": "skb"}, frames=tuple(first),
                      program=rx_hash, rules=rules),
             Scenario(component="veth", config={"path": "skb", "oob_vlan": oob},
-                     frames=tuple(second), program=rx_hash, rules=rules)]
+                     frames=tuple(second), program=rx_hash, rules=rules),
+            Scenario(component="veth", config={"path": "skb", "oob_vlan": oob3},
+                     frames=tuple(third), program=rx_hash, per_packet_programs=programs,
+                     rules=rules)]
+
+
+def _dissector_field_frames() -> tuple[list[bytes], list[dict[str, int] | None],
+                                       dict[int, tuple[dict[str, Any], ...]]]:
+    """The third scenario of :func:`dissector_constant_scenarios`: each header field the
+    walk reads, at the edge where reading one byte more, less or beside it changes which
+    frames hash alike (VETH-KF-002, VETH-KF-005, VETH-KF-006, VETH-KF-007).
+
+    Two 18-byte frames whose only tag ends the frame (the sender steps over it, so the
+    dissector finds no tag at the network header: equal), an IPv4 first fragment of GRE
+    (not walked into: no first-fragment parsing for the hash), two IPv4 headers with
+    nothing after them (addresses read: different), an IPv4 datagram with offset 1 and
+    no MF (a fragment: no ports), two IPv6 frames with flow label 0x10000 (only the
+    label's top bit set) and other ports (equal), one frame under out-of-band tags whose
+    TCIs differ in the VID's low bit, in DEI, in the PCP's low bit (DEI alone leaves the
+    hash alike), two IPv6 frames ending two bytes into a destination-options header and
+    two eight bytes into a fragment header (next headers 17 and 6: different), two seven
+    bytes into a fragment header (equal), two IPv4 protocol-44 datagrams (not a fragment
+    header over IPv4: equal), IPv4 in IPv6 both ways (equal, L4), and an IPv4 frame whose
+    ethertype the program rewrites to IPv6 before rx_hash (the walk starts from the
+    protocol the skb had on entry: like the frame as sent)."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.inet6 import IPv6, IPv6ExtHdrFragment
+    from scapy.layers.l2 import Ether
+
+    ether = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    eth = bytes(ether)[:12]
+    a4, b4, a6, b6 = "192.0.2.1", "198.51.100.7", "2001:db8::1", "2001:db8::7"
+    udp = bytes(ether / IP(src=a4, dst=b4) / UDP(sport=7, dport=9) / b"abcd")
+    frames = [eth + b"\x81\x00\x20\x05\x08\x00", eth + b"\x81\x00\x40\x06\x08\x00",
+              bytes(ether / IP(src=a4, dst=b4, proto=47, flags="MF") / bytes(range(12))),
+              bytes(ether / IP(src=a4, dst=b4, proto=17)),
+              bytes(ether / IP(src=a4, dst="203.0.113.9", proto=17)),
+              bytes(ether / IP(src=a4, dst=b4, frag=1) / UDP(sport=7, dport=9) / b"abcd")]
+    frames += [bytes(ether / IPv6(src=a6, dst=b6, fl=0x10000) / UDP(sport=s, dport=9) / b"abcd")
+               for s in (7, 8)]
+    tcis = (0x0064, 0x0065, 0x1064, 0x8064, 0xA064)
+    oob: list[dict[str, int] | None] = [None] * len(frames)
+    oob += [{"proto": 0x8100, "tci": t} for t in tcis]
+    frames += [udp] * len(tcis)
+    for cut, nh in ((2, 60), (8, 44), (7, 44)):
+        for nxt in (17, 6):
+            v6 = bytes(ether / IPv6(src=a6, dst=b6, nh=nh))
+            ext = bytes(IPv6ExtHdrFragment(nh=nxt, offset=0, m=1)) if nh == 44 \
+                else bytes([nxt, 0]) + bytes(6)
+            frames.append(v6[:18] + cut.to_bytes(2, "big") + v6[20:] + ext[:cut])
+    frames += [bytes(ether / IP(src=a4, dst=b4, proto=44) / bytes([nxt]) / bytes(range(1, 12)))
+               for nxt in (17, 6)]
+    frames += [bytes(ether / IPv6(src=a6, dst=b6) / IP(src=s, dst=d) / UDP(sport=p, dport=q)
+                     / b"abcd") for s, d, p, q in ((a4, b4, 7, 9), (b4, a4, 9, 7))]
+    programs: dict[int, tuple[dict[str, Any], ...]] = {
+        len(frames) + 1: ({"op": "write", "offset": 12, "data": "86dd"},
+                          {"op": "kfunc", "name": "rx_hash"})}
+    frames += [udp, udp]
+    oob += [None] * (len(frames) - len(oob))
+    return frames, oob, programs
+
+
 
 
 def veth_frames() -> st.SearchStrategy[bytes]:
