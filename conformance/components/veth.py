@@ -549,11 +549,12 @@ def _dissector_field_frames() -> tuple[list[bytes], list[dict[str, int] | None],
     hash alike), two IPv6 frames ending two bytes into a destination-options header and
     two eight bytes into a fragment header (next headers 17 and 6: different), two seven
     bytes into a fragment header (equal), two IPv4 protocol-44 datagrams (not a fragment
-    header over IPv4: equal), IPv4 in IPv6 both ways (equal, L4), and an IPv4 frame whose
+    header over IPv4: equal), IPv4 in IPv6 both ways (equal, L4), 17 destination-options
+    headers before UDP (the walk stops at the 16th header: no ports), and an IPv4 frame whose
     ethertype the program rewrites to IPv6 before rx_hash (the walk starts from the
     protocol the skb had on entry: like the frame as sent)."""
     from scapy.layers.inet import IP, UDP
-    from scapy.layers.inet6 import IPv6, IPv6ExtHdrFragment
+    from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment
     from scapy.layers.l2 import Ether
 
     ether = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
@@ -581,6 +582,10 @@ def _dissector_field_frames() -> tuple[list[bytes], list[dict[str, int] | None],
                for nxt in (17, 6)]
     frames += [bytes(ether / IPv6(src=a6, dst=b6) / IP(src=s, dst=d) / UDP(sport=p, dport=q)
                      / b"abcd") for s, d, p, q in ((a4, b4, 7, 9), (b4, a4, 9, 7))]
+    chain = IPv6(src=a6, dst=b6)
+    for _ in range(17):
+        chain = chain / IPv6ExtHdrDestOpt()
+    frames.append(bytes(ether / chain / UDP(sport=7, dport=9) / b"abcd"))
     programs: dict[int, tuple[dict[str, Any], ...]] = {
         len(frames) + 1: ({"op": "write", "offset": 12, "data": "86dd"},
                           {"op": "kfunc", "name": "rx_hash"})}
