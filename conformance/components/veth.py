@@ -521,7 +521,7 @@ def dissector_constant_scenarios() -> list[Scenario]:
     second += [eth + b"\x00\x40" + raw, misread[0], eth + b"\x00\x40" + llc, misread[1]]
     tag: dict[str, int] | None = {"proto": 0x8100, "tci": tci}
     oob = [None] * (len(second) - 4) + [tag, None, tag, None]
-    rules = ("VETH-KF-002", "VETH-KF-005", "VETH-KF-007")
+    rules = ("VETH-KF-002", "VETH-KF-005", "VETH-KF-006", "VETH-KF-007")
     rx_hash = ({"op": "kfunc", "name": "rx_hash"},)
     third, oob3, programs = _dissector_field_frames()
     return [Scenario(component="veth", config={"path": "skb"}, frames=tuple(first),
