@@ -861,6 +861,42 @@ def l4_check_edge_scenarios() -> list[Scenario]:
     return out
 
 
+def headlen_edge_scenarios() -> list[Scenario]:
+    """Frames whose skb head (``eth_get_headlen``, PKT-L4-007; MLX5-XDP-002) is the whole
+    frame or stops short of it by an L4 header, decided by a fragment field: an IPv4
+    fragment with MF and offset 1 (a later fragment: no UDP header in the head), an IPv6
+    first fragment whose next header is a destination-options header (the first-fragment
+    walk goes on through it to UDP), and an IPv4 first fragment carrying IPv4 that is a
+    later fragment (the outer first fragment still adds the inner UDP header).  Each ends
+    with its UDP header, so ``nr_frags`` is 0 exactly when the head holds it.  Then the L4
+    header lengths ``__skb_get_poff`` adds for UDP-Lite and IGMP (8) and DCCP (12), and
+    none for another protocol (253): each frame ending at that length and one byte past
+    it; and a TCP header cut one byte after its data-offset byte (the head is all of it).
+    Through the striding non-linear handler with no program."""
+    eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    udp = UDP(sport=3, dport=4)
+    frames: tuple[bytes, ...] = (
+        bytes(eth / IP(src="10.0.0.1", dst="10.0.0.2", flags="MF", frag=1) / udp),
+        bytes(eth / IPv6(src="fd00::1", dst="fd00::2") / IPv6ExtHdrFragment(offset=0, m=1)
+              / IPv6ExtHdrDestOpt() / udp),
+        bytes(eth / IP(src="10.0.0.1", dst="10.0.0.2", flags="MF", proto=4)
+              / IP(src="10.0.1.1", dst="10.0.1.2", frag=1) / udp))
+    frames += tuple(bytes(eth / IP(src="10.0.0.1", dst="10.0.0.2", proto=proto)
+                          / bytes(range(size + extra)))
+                    for proto, size in ((136, 8), (2, 8), (33, 12), (253, 0)) for extra in (0, 1))
+    tcp = bytes(eth / IP(src="10.0.0.1", dst="10.0.0.2") / TCP(sport=3, dport=4))
+    frames += (tcp[:14 + 20 + 13],)
+    config: dict[str, Any] = {
+        "key": MS_KEY.hex(), "indir": [0, 1, 2, 3], "compression": "none",
+        "rq_type": "striding", "log_cq_size": 6, "log_wq_size": 4, "log_num_strides": 6,
+        "mtu": 1500, "vlan_strip": False, "budget": 64, "start": 0, "rx_path": True,
+        "rxcsum": True, "rx_linear": False, "csum_full": False,
+        "timestamps": [0] * len(frames),
+    }
+    return [Scenario(component="mlx5", config=config, frames=frames,
+                     rules=("MLX5-XDP-002", "PKT-L4-007"))]
+
+
 # --- teaching ------------------------------------------------------------------------------
 
 _L3 = {0: "none", 1: "IPv6", 2: "IPv4"}

@@ -466,6 +466,136 @@ def walk_edge_scenarios() -> list[Scenario]:
             for i in range(0, len(frames), 32)]
 
 
+#: Ethertypes one either side of each the dissector walks into and the model refuses
+#: (PPPoE session 0x8864, TIPC 0x88CA, MPLS 0x8847/0x8848, batman-adv 0x4305, PRP 0x88FB,
+#: HSR 0x892F): no case of their own, so the walk ends with ``n_proto`` alone
+#: (VETH-KF-002).  A target that took a neighbour for the special value refuses it.
+_ETHERTYPE_NEIGHBOURS = (0x8863, 0x8865, 0x88C9, 0x88CB, 0x8846, 0x8849, 0x4304, 0x4306,
+                         0x88FA, 0x88FC, 0x892E, 0x8930)
+#: IP protocols either side of GRE (47) and MPLS-in-IP (137), which the model refuses:
+#: plain protocols with no port word (VETH-KF-002).
+_PROTOCOL_NEIGHBOURS = (46, 48, 138)
+#: ``proto_ports_offset``: where each non-TCP/UDP protocol's port word (ESP's and AH's
+#: SPI) sits after the IP header (VETH-KF-002).
+_PORT_WORD_AT = {33: 0, 50: 0, 132: 0, 136: 0, 51: 4}
+
+
+def dissector_constant_scenarios() -> list[Scenario]:
+    """The dissector's constants each met at the value and beside it (VETH-KF-002,
+    VETH-KF-005, VETH-KF-007), rx_hash only, not left to the draw.
+
+    First scenario: the neighbours of the refused ethertypes and IP protocols; 802.2
+    and raw 802.3 frames whose length field is 0x05FF and 0x0040 (equal hashes), and an
+    0x0600 frame (an ethertype: a hash of its own); 7 in-band tags (the most
+    ``packet_parse_headers`` steps over, so the IP header is read as a tag) and 16 (the
+    walk stops at ``MAX_FLOW_DISSECT_HDRS`` on the IPv4 ethertype, so no ports).
+    Second: for DCCP, ESP, SCTP, UDP-Lite and AH over IPv4, a frame and its reverse whose
+    port words at ``proto_ports_offset`` are each other's halves swapped, the bytes around
+    them different (equal hashes read at the offset, different ones beside it); and
+    802.3 and 802.2 frames under an out-of-band 802.1Q tag, each hashing like an in-band
+    tagged frame whose misread ethertype is ``ETH_P_802_3`` or ``ETH_P_802_2``."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+
+    eth = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02"))[:12]
+    udp = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+                / IP(src="192.0.2.1", dst="198.51.100.7") / UDP(sport=7, dport=9) / b"abcd")
+    llc, raw = b"\xaa\xaa\x03" + bytes(43), b"\xff\xff" + bytes(44)
+    first = [eth + t.to_bytes(2, "big") + bytes(46) for t in _ETHERTYPE_NEIGHBOURS]
+    first += [bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+                    / IP(src="192.0.2.1", dst="198.51.100.7", proto=p) / bytes(range(12)))
+              for p in _PROTOCOL_NEIGHBOURS]
+    first += [eth + b"\x05\xff" + llc, eth + b"\x00\x40" + llc, eth + b"\x06\x00" + llc,
+              eth + b"\x05\xff" + raw, eth + b"\x00\x40" + raw]
+    first += [_inband(udp, [(0x8100, 0xA005)] * n) for n in (7, 16)]
+    second: list[bytes] = []
+    for proto, at in _PORT_WORD_AT.items():
+        for src, dst, word, fill in (("192.0.2.1", "198.51.100.7", b"\x11\x22\x33\x44", 0xA0),
+                                     ("198.51.100.7", "192.0.2.1", b"\x33\x44\x11\x22", 0xB0)):
+            l4 = bytes(range(fill, fill + at)) + word + bytes(range(fill + 8, fill + 12))
+            second.append(bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+                                / IP(src=src, dst=dst, proto=proto) / l4))
+    tci = 0x6123
+    misread = [eth + b"\x81\x00" + b"\x00\x07\x08\x00" + tci.to_bytes(2, "big") + n_proto
+               + bytes(42) for n_proto in (b"\x00\x01", b"\x00\x04")]
+    second += [eth + b"\x00\x40" + raw, misread[0], eth + b"\x00\x40" + llc, misread[1]]
+    tag: dict[str, int] | None = {"proto": 0x8100, "tci": tci}
+    oob = [None] * (len(second) - 4) + [tag, None, tag, None]
+    rules = ("VETH-KF-002", "VETH-KF-005", "VETH-KF-006", "VETH-KF-007")
+    rx_hash = ({"op": "kfunc", "name": "rx_hash"},)
+    third, oob3, programs = _dissector_field_frames()
+    return [Scenario(component="veth", config={"path": "skb"}, frames=tuple(first),
+                     program=rx_hash, rules=rules),
+            Scenario(component="veth", config={"path": "skb", "oob_vlan": oob},
+                     frames=tuple(second), program=rx_hash, rules=rules),
+            Scenario(component="veth", config={"path": "skb", "oob_vlan": oob3},
+                     frames=tuple(third), program=rx_hash, per_packet_programs=programs,
+                     rules=rules)]
+
+
+def _dissector_field_frames() -> tuple[list[bytes], list[dict[str, int] | None],
+                                       dict[int, tuple[dict[str, Any], ...]]]:
+    """The third scenario of :func:`dissector_constant_scenarios`: each header field the
+    walk reads, at the edge where reading one byte more, less or beside it changes which
+    frames hash alike (VETH-KF-002, VETH-KF-005, VETH-KF-006, VETH-KF-007).
+
+    Two 18-byte frames whose only tag ends the frame (the sender steps over it, so the
+    dissector finds no tag at the network header: equal), an IPv4 first fragment of GRE
+    (not walked into: no first-fragment parsing for the hash), two IPv4 headers with
+    nothing after them (addresses read: different), an IPv4 datagram with offset 1 and
+    no MF (a fragment: no ports), two IPv6 frames with flow label 0x10000 (only the
+    label's top bit set) and other ports (equal), one frame under out-of-band tags whose
+    TCIs differ in the VID's low bit, in DEI, in the PCP's low bit (DEI alone leaves the
+    hash alike), two IPv6 frames ending two bytes into a destination-options header and
+    two eight bytes into a fragment header (next headers 17 and 6: different), two seven
+    bytes into a fragment header (equal), two IPv4 protocol-44 datagrams (not a fragment
+    header over IPv4: equal), IPv4 in IPv6 both ways (equal, L4), 17 destination-options
+    headers before UDP (the walk stops at the 16th header: no ports), and an IPv4 frame whose
+    ethertype the program rewrites to IPv6 before rx_hash (the walk starts from the
+    protocol the skb had on entry: like the frame as sent)."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment
+    from scapy.layers.l2 import Ether
+
+    ether = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    eth = bytes(ether)[:12]
+    a4, b4, a6, b6 = "192.0.2.1", "198.51.100.7", "2001:db8::1", "2001:db8::7"
+    udp = bytes(ether / IP(src=a4, dst=b4) / UDP(sport=7, dport=9) / b"abcd")
+    frames = [eth + b"\x81\x00\x20\x05\x08\x00", eth + b"\x81\x00\x40\x06\x08\x00",
+              bytes(ether / IP(src=a4, dst=b4, proto=47, flags="MF") / bytes(range(12))),
+              bytes(ether / IP(src=a4, dst=b4, proto=17)),
+              bytes(ether / IP(src=a4, dst="203.0.113.9", proto=17)),
+              bytes(ether / IP(src=a4, dst=b4, frag=1) / UDP(sport=7, dport=9) / b"abcd")]
+    frames += [bytes(ether / IPv6(src=a6, dst=b6, fl=0x10000) / UDP(sport=s, dport=9) / b"abcd")
+               for s in (7, 8)]
+    tcis = (0x0064, 0x0065, 0x1064, 0x8064, 0xA064)
+    oob: list[dict[str, int] | None] = [None] * len(frames)
+    oob += [{"proto": 0x8100, "tci": t} for t in tcis]
+    frames += [udp] * len(tcis)
+    for cut, nh in ((2, 60), (8, 44), (7, 44)):
+        for nxt in (17, 6):
+            v6 = bytes(ether / IPv6(src=a6, dst=b6, nh=nh))
+            ext = bytes(IPv6ExtHdrFragment(nh=nxt, offset=0, m=1)) if nh == 44 \
+                else bytes([nxt, 0]) + bytes(6)
+            frames.append(v6[:18] + cut.to_bytes(2, "big") + v6[20:] + ext[:cut])
+    frames += [bytes(ether / IP(src=a4, dst=b4, proto=44) / bytes([nxt]) / bytes(range(1, 12)))
+               for nxt in (17, 6)]
+    frames += [bytes(ether / IPv6(src=a6, dst=b6) / IP(src=s, dst=d) / UDP(sport=p, dport=q)
+                     / b"abcd") for s, d, p, q in ((a4, b4, 7, 9), (b4, a4, 9, 7))]
+    chain = IPv6(src=a6, dst=b6)
+    for _ in range(17):
+        chain = chain / IPv6ExtHdrDestOpt()
+    frames.append(bytes(ether / chain / UDP(sport=7, dport=9) / b"abcd"))
+    programs: dict[int, tuple[dict[str, Any], ...]] = {
+        len(frames) + 1: ({"op": "write", "offset": 12, "data": "86dd"},
+                          {"op": "kfunc", "name": "rx_hash"})}
+    frames += [udp, udp]
+    oob += [None] * (len(frames) - len(oob))
+    return frames, oob, programs
+
+
+
+
 def veth_frames() -> st.SearchStrategy[bytes]:
     """IP and other frames, and the header-walk boundaries (``header_cases``: where the
     flow dissector stops early, tags past VLAN_MAX_DEPTH, IPv6 first fragments)."""

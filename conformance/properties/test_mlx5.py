@@ -118,6 +118,16 @@ def test_mlx5_l4_check_edges(rx_target: TargetSession, scenario: Scenario) -> No
     check(rx_target, scenario, COMPONENT)
 
 
+@pytest.mark.rule("MLX5-XDP-002", "PKT-L4-007")
+@pytest.mark.parametrize("scenario", mlx5.headlen_edge_scenarios(),
+                         ids=lambda s: f"{len(s.frames)}-frames")
+def test_mlx5_skb_head_at_fragment_edges(rx_target: TargetSession, scenario: Scenario) -> None:
+    """The skb head at the fragment fields the header walk decides on (not left to the
+    draw): a later fragment's head stops at its IP header, a first fragment's takes the
+    extension headers after the fragment header and the L4 header, also inside IP-in-IP."""
+    check(rx_target, scenario, COMPONENT)
+
+
 # --- the driver alone: ring images written byte by byte (protocol 1.2) ------------------------
 
 

@@ -79,6 +79,19 @@ def test_veth_rx_hash_at_header_walk_boundaries(rx_target: TargetSession,
     _check_hash_equalities(rx_target, scenario, ("VETH-KF-002", "VETH-KF-005", "VETH-KF-007"))
 
 
+@pytest.mark.rule("VETH-KF-002", "VETH-KF-005", "VETH-KF-006", "VETH-KF-007", "KFUNC-RSS-001",
+                  "KFUNC-RSS-002")
+@pytest.mark.parametrize("scenario", veth.dissector_constant_scenarios(),
+                         ids=lambda s: f"{len(s.frames)}-frames")
+def test_veth_rx_hash_at_dissector_constants(rx_target: TargetSession,
+                                             scenario: Scenario) -> None:
+    """Each constant of the dissector met at its value and beside it: the neighbours of
+    the ethertypes and IP protocols it walks into, the 802.3 length/ethertype boundary,
+    the VLAN and header-count limits, the port word's offset per protocol."""
+    _check_hash_equalities(rx_target, scenario,
+                           ("VETH-KF-002", "VETH-KF-005", "VETH-KF-006", "VETH-KF-007"))
+
+
 @pytest.mark.rule("VETH-FRAME-001", "VETH-STAT-002")
 @given(scenario=veth.frame_path_scenarios())
 def test_veth_xdp_frame_path(rx_target: TargetSession, scenario: Scenario) -> None:
