@@ -381,7 +381,7 @@ def read_contexts(data: Path, root: Path) -> dict[str, dict[int, frozenset[str]]
 
 def gate_log(data: Path) -> Path:
     """Where a coverage run into ``data`` writes the gates each property asked about."""
-    return data.with_name(data.name + ".gates.json")
+    return data.with_name(data.name + "-gates.json")  # not .coverage.*: coverage reads those
 
 
 def read_gates(data: Path) -> dict[str, frozenset[str]]:
