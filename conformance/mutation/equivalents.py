@@ -11,7 +11,9 @@ non-equivalent mutants, the figure issue 14's done-when is about.
 An entry names its mutant by what survives edits elsewhere in the file: the module path,
 the enclosing function, the operator, the replaced and the new text, and the stripped
 source line the change starts on (``code``). Line numbers are not used: they move with
-every edit above. When the line itself is edited, the entry stops matching and
+every edit above. When two mutants of one line share all of that (the same text replaced
+the same way at two places of the line) and only one is equivalent, its entry also names
+its column (``col``). When the line itself is edited, the entry stops matching and
 ``tests/test_mutation_equivalents.py`` fails: an edited line must be judged again.
 
 The file is validated with a JSON Schema (a user's mistake there is one line naming the
@@ -49,6 +51,7 @@ _SCHEMA: dict[str, Any] = {
                     "original": {"type": "string", "minLength": 1},
                     "replacement": {"type": "string", "minLength": 1},
                     "code": {"type": "string", "minLength": 1},
+                    "col": {"type": "integer", "minimum": 0},
                     "reason": {"type": "string", "minLength": 10},
                 },
             },
@@ -72,11 +75,22 @@ class Equivalent:
     replacement: str
     code: str
     reason: str
+    #: The mutant's column, when its line has another mutant with the same key.
+    col: int | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str, str, str]:
         return (self.path, self.function, self.operator, self.original, self.replacement,
                 self.code)
+
+    @property
+    def entry_key(self) -> Key:
+        """What names this entry in the registry: the key, and the column if given."""
+        return (*self.key, self.col)
+
+
+#: A registry entry's name: :func:`key_of`'s key and a column, or None for every column.
+Key = tuple[str, str, str, str, str, str, int | None]
 
 
 def key_of(mutant: Mutant, source: str) -> tuple[str, str, str, str, str, str]:
@@ -88,18 +102,31 @@ def key_of(mutant: Mutant, source: str) -> tuple[str, str, str, str, str, str]:
             mutant.replacement, code)
 
 
-def load(path: Path = REGISTRY) -> dict[tuple[str, str, str, str, str, str], Equivalent]:
-    """The registry (a directory of TOML files, or one file), keyed as :func:`key_of` keys
-    a mutant."""
+def load(path: Path = REGISTRY) -> dict[Key, Equivalent]:
+    """The registry (a directory of TOML files, or one file), keyed by
+    :attr:`Equivalent.entry_key`."""
     files = sorted(path.glob("*.toml")) if path.is_dir() else [path]
-    out: dict[tuple[str, str, str, str, str, str], Equivalent] = {}
+    out: dict[Key, Equivalent] = {}
     for file in files:
         for index, eq in enumerate(_load_file(file)):
-            if eq.key in out:
+            if eq.entry_key in out or (eq.col is not None and (*eq.key, None) in out):
                 raise RegistryError(f"{file.name}: mutant/{index}: the same mutant twice "
                                     f"({eq.path} {eq.code!r})")
-            out[eq.key] = eq
+            out[eq.entry_key] = eq
+    for key in [k for k in out if k[6] is None]:
+        if any(k[:6] == key[:6] and k[6] is not None for k in out):
+            eq = out[key]
+            raise RegistryError(f"{eq.path}: {eq.code!r} is registered for every column and "
+                                f"for one column")
     return out
+
+
+def lookup(registry: Mapping[Key, Equivalent], mutant: Mutant,
+           source: str) -> Equivalent | None:
+    """``mutant``'s registry entry: the one naming its column, else the one for every
+    column of its key."""
+    key = key_of(mutant, source)
+    return registry.get((*key, mutant.col)) or registry.get((*key, None))
 
 
 def _load_file(path: Path) -> list[Equivalent]:
@@ -108,7 +135,7 @@ def _load_file(path: Path) -> list[Equivalent]:
 
 
 def judge(mutants: Iterable[Mutant], root: Path,
-          registry: Mapping[tuple[str, str, str, str, str, str], Equivalent] | None = None,
+          registry: Mapping[Key, Equivalent] | None = None,
           ) -> dict[str, Equivalent]:
     """Mutant id -> its registry entry, for the mutants of ``mutants`` judged equivalent."""
     registry = load() if registry is None else registry
@@ -117,18 +144,21 @@ def judge(mutants: Iterable[Mutant], root: Path,
     for m in mutants:
         if m.path not in sources:
             sources[m.path] = (root / m.path).read_text()
-        eq = registry.get(key_of(m, sources[m.path]))
+        eq = lookup(registry, m, sources[m.path])
         if eq is not None:
             out[m.id] = eq
     return out
 
 
-def toml_entry(mutant: Mutant, source: str, reason: str) -> str:
-    """The registry entry for ``mutant`` as TOML text (what :func:`main` appends)."""
+def toml_entry(mutant: Mutant, source: str, reason: str, *, col: bool = False) -> str:
+    """The registry entry for ``mutant`` as TOML text (what :func:`main` appends); with
+    ``col``, naming its column too."""
     key = key_of(mutant, source)
     names = ("path", "function", "operator", "original", "replacement", "code")
     lines = ["", "[[mutant]]"]
     lines += [f"{name} = {_toml_string(value)}" for name, value in zip(names, key, strict=True)]
+    if col:
+        lines.append(f"col = {mutant.col}")
     lines.append(f"reason = {_toml_string(reason)}")
     return "\n".join(lines) + "\n"
 
@@ -142,7 +172,9 @@ def _toml_string(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """``python -m conformance.mutation.equivalents RESULTS.jsonl MUTANT_ID REASON``:
     append a judged-equivalent mutant of a mutation run to the registry file of its
-    module's primary component."""
+    module's primary component.  Refused, with the file untouched, when the mutant is
+    registered already, or when another mutant of the run shares its key (then ``--col``
+    names it by its column as well)."""
     import argparse
     import json
     import sys
@@ -152,14 +184,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", type=Path)
     parser.add_argument("mutant_id")
     parser.add_argument("reason")
+    parser.add_argument("--col", action="store_true",
+                        help="name the mutant by its column too (another mutant of its line "
+                             "has the same key)")
     args = parser.parse_args(argv)
     root = REGISTRY.parent.parent.parent
-    for line in args.results.read_text().splitlines():
-        doc = json.loads(line)
-        if doc["mutant"]["id"] == args.mutant_id:
-            mutant = Mutant.from_json(doc["mutant"])
-            break
-    else:
+    run = [Mutant.from_json(json.loads(line)["mutant"])
+           for line in args.results.read_text().splitlines() if line.strip()]
+    mutant = next((m for m in run if m.id == args.mutant_id), None)
+    if mutant is None:
         print(f"{args.results}: no mutant {args.mutant_id}", file=sys.stderr)
         return 2
     if len(args.reason.strip()) < 10:
@@ -167,11 +200,37 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from conformance.mutation.scope import components_for
 
-    entry = toml_entry(mutant, (root / mutant.path).read_text(), args.reason.strip())
+    try:
+        registry = load(REGISTRY)
+    except RegistryError as exc:
+        print(f"the registry is malformed already: {exc}", file=sys.stderr)
+        return 2
+    source = (root / mutant.path).read_text()
+    found = lookup(registry, mutant, source)
+    if found is not None:
+        print(f"{args.mutant_id}: registered already: {found.reason}", file=sys.stderr)
+        return 2
+    key = key_of(mutant, source)
+    twins = [m.id for m in run if m.id != mutant.id and m.col != mutant.col
+             and key_of(m, source) == key]
+    if twins and not args.col:
+        print(f"{args.mutant_id}: {twins[0]} has the same key (path, function, text, line); "
+              "name the column with --col", file=sys.stderr)
+        return 2
     target = REGISTRY / f"{components_for(mutant.path)[0]}.toml"
+    before = target.read_text() if target.exists() else None
+    entry = toml_entry(mutant, source, args.reason.strip(), col=args.col)
     with target.open("a") as f:
         f.write(entry)
-    load()  # the registry stays valid, or this says where it is not
+    try:
+        load(REGISTRY)
+    except RegistryError as exc:  # pragma: no cover - the checks above should prevent it
+        if before is None:
+            target.unlink()
+        else:
+            target.write_text(before)
+        print(f"not registered: {exc}", file=sys.stderr)
+        return 2
     print(entry, end="")
     return 0
 

@@ -9,7 +9,7 @@ actionable part (each is an equivalent mutant or a gap in the suite).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -59,29 +59,40 @@ def summary(
     :func:`conformance.mutation.reach.executed_lines`), a survivor on lines the suite
     never runs is marked so: that is missing reach, not a missing assertion.
     """
+    results = list({r.mutant.id: r for r in reversed(results)}.values())[::-1]
     lines = [header, ""] if header else []
     lines += [
         "| component | mutants | killed | killed by crash | timed out | survived | kill rate "
-        "| equivalent | non-equivalent kill rate | kills under own rule | CPU s per mutant |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| equivalent | non-equivalent kill rate | not reached | kill rate where reached "
+        "| kills under own rule | CPU s per mutant |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     equivalent = equivalent or {}
+
+    def unreached(r: MutantResult) -> bool:
+        return r.mutant.id not in equivalent and (
+            r.unreached or (r.outcome == SURVIVED and executed is not None
+                            and never_executed(r.mutant, executed)))
+
     groups: dict[str, list[MutantResult]] = {}
     for r in results:
         groups.setdefault(r.components[0] if r.components else "?", []).append(r)
     for name in sorted(groups):
-        lines.append(_row(name, groups[name], equivalent))
-    lines.append(_row("**all**", list(results), equivalent))
+        lines.append(_row(name, groups[name], equivalent, unreached))
+    lines.append(_row("**all**", list(results), equivalent, unreached))
     lines += [
         "",
-        "*kill rate*: killed, killed by crash or timed out, over mutants.  *equivalent*: "
-        "survivors judged equivalent in conformance/mutation/equivalents/.  "
-        "*non-equivalent kill rate*: detected over mutants less those.  *kills under own "
-        "rule*: of the clean kills (a rule failed) whose mutated function names a SPEC "
-        "rule, the share where a failed rule is one it names.  *CPU s per mutant*: suite "
-        "and target processes together; a sample's wall time on 2 free cores with -j 2 is "
-        "about "
-        "half its total.",
+        "*mutants*: distinct mutants (two operators making the same change share an id and "
+        "count once).  *kill rate*: killed, killed by crash or timed out, over mutants.  "
+        "*equivalent*: survivors judged equivalent in conformance/mutation/equivalents/.  "
+        "*non-equivalent kill rate*: detected over mutants less those.  *not reached*: the "
+        "other survivors that no property executes at any tree they were judged at (a "
+        "question of reach, answered by `--coverage` and unreached.toml, not of "
+        "assertions).  *kill rate where reached*: detected over mutants less both.  *kills "
+        "under own rule*: of the clean kills (a rule failed) whose mutated function names a "
+        "SPEC rule, the share where a failed rule is one it names.  *CPU s per mutant*: "
+        "suite and target processes together; a sample's wall time on 2 free cores with "
+        "-j 2 is about half its total.",
     ]
     disproved = [r for r in results if r.outcome != SURVIVED and r.mutant.id in equivalent]
     if disproved:
@@ -91,12 +102,15 @@ def summary(
     survivors = [r for r in results if r.outcome == SURVIVED]
     if survivors:
         gaps = [r for r in survivors if r.mutant.id not in equivalent]
+        unrun = sum(1 for r in gaps if unreached(r))
         lines += ["", f"Survivors ({len(survivors)}; {len(survivors) - len(gaps)} judged "
-                      f"equivalent, {len(gaps)} not):", ""]
+                      f"equivalent, {len(gaps)} not, of which {unrun} not reached):", ""]
         for r in sorted(survivors, key=lambda r: (r.mutant.path, r.mutant.line)):
             m = r.mutant
             reach = ""
-            if executed is not None and never_executed(m, executed):
+            if r.unreached:
+                reach = "; **no property executes it**"
+            elif executed is not None and never_executed(m, executed):
                 reach = "; **not executed by the ci run**"
             if len(r.kernels) > 1:
                 reach += f"; judged at {', '.join(r.kernels)}"
@@ -107,7 +121,8 @@ def summary(
     return "\n".join(lines) + "\n"
 
 
-def _row(name: str, group: Sequence[MutantResult], equivalent: Mapping[str, Equivalent]) -> str:
+def _row(name: str, group: Sequence[MutantResult], equivalent: Mapping[str, Equivalent],
+         unreached: Callable[[MutantResult], bool]) -> str:
     count = {o: sum(1 for r in group if r.outcome == o)
              for o in (KILLED, CRASHED, TIMED_OUT, SURVIVED)}
     detected = len(group) - count[SURVIVED]
@@ -115,9 +130,13 @@ def _row(name: str, group: Sequence[MutantResult], equivalent: Mapping[str, Equi
     same = sum(1 for r in group if r.outcome == SURVIVED and r.mutant.id in equivalent)
     judged_total = len(group) - same
     net = f"{100 * detected / judged_total:.0f}%" if judged_total else "n/a"
+    unrun = sum(1 for r in group if unreached(r))
+    reached_total = judged_total - unrun
+    reached = f"{100 * detected / reached_total:.0f}%" if reached_total else "n/a"
     judged = [r for r in group if r.outcome == KILLED and r.under_own_rule is not None]
     own = (f"{100 * sum(1 for r in judged if r.under_own_rule) / len(judged):.0f}% "
            f"({len(judged)})" if judged else "n/a")
     cpu = f"{sum(r.cpu_seconds for r in group) / len(group):.1f}" if group else "n/a"
     return (f"| {name} | {len(group)} | {count[KILLED]} | {count[CRASHED]} | "
-            f"{count[TIMED_OUT]} | {count[SURVIVED]} | {rate} | {same} | {net} | {own} | {cpu} |")
+            f"{count[TIMED_OUT]} | {count[SURVIVED]} | {rate} | {same} | {net} | {unrun} | "
+            f"{reached} | {own} | {cpu} |")

@@ -26,7 +26,6 @@ Outcomes, from the suite's exit status (see ``conformance/cli.py``):
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shlex
 import shutil
@@ -39,17 +38,22 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
 from conformance.mutation import equivalents, gates
 from conformance.mutation.mutator import Mutant
 from conformance.mutation.reach import never_executed
-from conformance.mutation.selection import SELECTION, Selection
+from conformance.mutation.selection import SELECTION, Selection, failed_rules
 from reference.kernel import DEFAULT_KERNEL
 
 KILLED, CRASHED, TIMED_OUT, SURVIVED = "killed", "killed by crash", "timed out", "survived"
+#: How the detail of a survivor no property ran begins (:attr:`MutantResult.unreached`).
+NOT_RUN = "no property of "
+#: Which survivors of the default kernel run again at the older trees: every one not
+#: judged equivalent, or only those whose line the default kernel's ci run never executes.
+OlderTrees = Literal["survivors", "unexecuted"]
 OUTCOMES = (KILLED, CRASHED, TIMED_OUT, SURVIVED)
 
 #: What the exec target says when a request outlives ``--timeout`` (targets/exec.py).
@@ -95,6 +99,14 @@ class MutantResult:
     @property
     def detected(self) -> bool:
         return self.outcome != SURVIVED
+
+    @property
+    def unreached(self) -> bool:
+        """A survivor no property ran: selection found none that executes its line at
+        any tree it was judged at, so it survived without a run.  Whether that line is
+        reachable is reach's question (``--coverage``: every branch the ci run never
+        takes is justified in unreached.toml), not power's."""
+        return self.outcome == SURVIVED and self.detail.startswith(NOT_RUN)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -163,7 +175,7 @@ def run_mutant(
     if not plan:
         where = ", ".join(kernels) if kernels else str(DEFAULT_KERNEL)
         return MutantResult(mutant, tuple(components), SURVIVED, 0, 0.0,
-                            detail=f"no property of {', '.join(components)} executes the "
+                            detail=f"{NOT_RUN}{', '.join(components)} executes the "
                                    f"line at {where} ({SELECTION})")
     source = (root / mutant.path).read_text()
     with tempfile.TemporaryDirectory(prefix="rx-mutant-", dir=scratch) as tmp_name:
@@ -186,7 +198,7 @@ def run_mutant(
             env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
             code, stderr, spent = _run(argv, cwd=tmp, env=env, limit=limits.mutant)
             cpu += spent
-            failed = _failed_rules(report)
+            failed = failed_rules(report)
             if kernel is not None:
                 ran.append(kernel)
             if code != 0:
@@ -240,7 +252,7 @@ def run_all(
     on_result: Callable[[MutantResult], None] | None = None,
     executed: Mapping[str, frozenset[int]] | None = None,
     selection: Selection | None = None,
-    older_trees: str = "survivors",
+    older_trees: OlderTrees = "survivors",
 ) -> list[MutantResult]:
     """Run every (mutant, components) pair, ``jobs`` at a time; results in input order.
 
@@ -314,14 +326,6 @@ def _run(
     stream.close()
     cpu = usage.ru_utime + usage.ru_stime
     return (None if timed_out else proc.returncode), "".join(chunks), cpu
-
-
-def _failed_rules(report: Path) -> tuple[str, ...]:
-    try:
-        doc = json.loads(report.read_text())
-    except (OSError, json.JSONDecodeError):
-        return ()
-    return tuple(r["rule"] for r in doc.get("rules", []) if r.get("verdict") == "fail")
 
 
 def _last_message(stderr: str) -> str:

@@ -71,8 +71,12 @@ def _unread_constant_lines(source: str, read: frozenset[str]) -> frozenset[int]:
 
 
 def every_valid(root: Path, mutants: Sequence[Mutant]) -> list[Mutant]:
+    """The valid mutants, each once: two operators can make the same change (an ``if``
+    whose body is one statement, dropped as a body and as a statement), and the two share
+    an id; running both would count one mutant twice."""
     sources = _Sources(root)
-    return [m for m in mutants if m.valid(sources[m.path])]
+    unique = {m.id: m for m in reversed(mutants)}  # the first of each id wins
+    return [m for m in mutants if unique.get(m.id) is m and m.valid(sources[m.path])]
 
 
 def sample(root: Path, mutants: Sequence[Mutant], size: int, seed: int) -> list[Mutant]:

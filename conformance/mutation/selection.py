@@ -38,6 +38,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -47,16 +48,45 @@ from conformance.mutation.mutator import Mutant
 from conformance.mutation.reach import ROOT, source_digest
 
 SELECTION = "selection.json"
-FORMAT = 1
+FORMAT = 2
+#: selection.json, as :meth:`Selection.to_json` writes it: per kernel, the property node
+#: ids (contexts) once, and per module and line the indexes of those that ran it.
+SCHEMA: dict[str, object] = {
+    "type": "object",
+    "required": ["format", "digest", "kernels"],
+    "properties": {
+        "format": {"const": FORMAT},
+        "digest": {"type": "string"},
+        "kernels": {"type": "object", "additionalProperties": {
+            "type": "object",
+            "required": ["contexts", "lines", "gates"],
+            "additionalProperties": False,
+            "properties": {
+                "contexts": {"type": "array", "items": {"type": "string"}},
+                "gates": {"type": "object", "additionalProperties": {
+                    "type": "array", "items": {"type": "integer", "minimum": 0}}},
+                "lines": {"type": "object", "additionalProperties": {
+                    "type": "object",
+                    "propertyNames": {"pattern": "^[1-9][0-9]*$"},
+                    "additionalProperties": {
+                        "type": "array", "items": {"type": "integer", "minimum": 0}},
+                }},
+            },
+        }},
+    },
+}
 #: The context of lines run outside any property's call.
 ANYWHERE = ""
 
 
 @attrs.frozen
 class Selection:
-    """Per kernel version, per module path, per line: the contexts that ran it."""
+    """Per kernel version, per module path, per line: the contexts that ran it; and per
+    kernel version, per version gate (a rule of ``reference.kernel.GATES``): the contexts
+    that asked for it."""
 
     kernels: dict[str, dict[str, dict[int, frozenset[str]]]]
+    gates: dict[str, dict[str, frozenset[str]]] = attrs.field(factory=dict)
 
     def properties(self, mutant: Mutant, kernel: str, components: Sequence[str],
                    root: Path = ROOT) -> tuple[str, ...] | None:
@@ -68,12 +98,18 @@ class Selection:
         table = self.kernels.get(kernel)
         if table is None:
             return None
-        showing = showing_lines(mutant, root)
-        if showing is None:
-            return None
+        rule = gate_entry(mutant, root)
         seen: set[str] = set()
-        for path, line in showing:
-            seen |= table.get(path, {}).get(line, frozenset())
+        if rule is not None:  # one entry of the gate table: what asks for that gate
+            if kernel not in self.gates:
+                return None
+            seen |= self.gates[kernel].get(rule, frozenset())
+        else:
+            showing = showing_lines(mutant, root)
+            if showing is None:
+                return None
+            for path, line in showing:
+                seen |= table.get(path, {}).get(line, frozenset())
         if ANYWHERE in seen:
             return None
         files = {f"test_{c}.py" for c in components}
@@ -83,26 +119,74 @@ class Selection:
         doc: dict[str, object] = {"format": FORMAT, "digest": digest}
         kernels: dict[str, object] = {}
         for kernel, modules in self.kernels.items():
-            names = sorted({c for lines in modules.values() for cs in lines.values() for c in cs})
+            gates = self.gates.get(kernel, {})
+            names = sorted({c for lines in modules.values() for cs in lines.values() for c in cs}
+                           | {c for cs in gates.values() for c in cs})
             index = {n: i for i, n in enumerate(names)}
             kernels[kernel] = {"contexts": names, "lines": {
                 path: {str(line): sorted(index[c] for c in cs)
                        for line, cs in sorted(lines.items())}
-                for path, lines in sorted(modules.items())}}
+                for path, lines in sorted(modules.items())},
+                "gates": {rule: sorted(index[c] for c in cs) for rule, cs in sorted(gates.items())}}
         doc["kernels"] = kernels
         return doc
 
     @classmethod
-    def from_json(cls, doc: dict[str, object]) -> Selection:
+    def from_json(cls, doc: object) -> Selection:
+        """The selection a document valid under :data:`SCHEMA` holds; ValueError for any
+        other (naming where it breaks the schema, or a context index out of range)."""
+        import jsonschema
+
+        try:
+            jsonschema.validate(doc, SCHEMA)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
+            raise ValueError(f"{SELECTION}: {where}: {exc.message}") from None
+        assert isinstance(doc, dict)  # the schema says so
         kernels: dict[str, dict[str, dict[int, frozenset[str]]]] = {}
-        raw = doc["kernels"]
-        assert isinstance(raw, dict)
-        for kernel, entry in raw.items():
+        gates: dict[str, dict[str, frozenset[str]]] = {}
+        for kernel, entry in doc["kernels"].items():
             names = entry["contexts"]
-            kernels[kernel] = {
-                path: {int(line): frozenset(names[i] for i in idx) for line, idx in lines.items()}
-                for path, lines in entry["lines"].items()}
-        return cls(kernels)
+            try:
+                kernels[kernel] = {
+                    path: {int(line): frozenset(names[i] for i in idx)
+                           for line, idx in lines.items()}
+                    for path, lines in entry["lines"].items()}
+                gates[kernel] = {rule: frozenset(names[i] for i in idx)
+                                 for rule, idx in entry["gates"].items()}
+            except IndexError:
+                raise ValueError(f"{SELECTION}: kernels/{kernel}: a line or gate names a "
+                                 f"context past the {len(names)} listed") from None
+        return cls(kernels, gates)
+
+
+#: The module whose gate table :func:`gate_entry` knows, and the table's name.
+GATE_MODULE, GATE_TABLE = "reference/kernel.py", "GATES"
+
+
+def gate_entry(mutant: Mutant, root: Path = ROOT) -> str | None:
+    """The rule of the version gate whose entry ``mutant`` changes (a mutant inside one
+    ``Gate(rule, ...)`` of ``GATES``), else None.  Only ``gate(kernel, rule)`` reads an
+    entry, by its rule, so only what asks for that rule can see the mutant."""
+    if mutant.path != GATE_MODULE:
+        return None
+    for node in _tree(root / mutant.path).body:
+        if not (isinstance(node, ast.AnnAssign | ast.Assign)
+                and node.lineno <= mutant.line <= (node.end_lineno or node.lineno)):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if not any(isinstance(t, ast.Name) and t.id == GATE_TABLE for t in targets):
+            return None
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) \
+                    and call.func.id == "Gate" and call.args \
+                    and isinstance(call.args[0], ast.Constant) \
+                    and isinstance(call.args[0].value, str) \
+                    and call.lineno <= mutant.line <= (call.end_lineno or call.lineno) \
+                    and mutant.end_line <= (call.end_lineno or call.lineno):
+                return call.args[0].value
+        return None
+    return None
 
 
 def showing_lines(mutant: Mutant, root: Path = ROOT) -> frozenset[tuple[str, int]] | None:
@@ -146,7 +230,7 @@ def _module_binding(path: Path, line: int) -> tuple[str, ...]:
     return ()
 
 
-@functools.lru_cache(maxsize=64)
+@functools.cache  # every module is read at start-up (_readers)
 def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(), str(path))
 
@@ -228,20 +312,21 @@ def load(out: Path, root: Path = ROOT) -> Selection | None:
         return None
     try:
         doc = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    if doc.get("format") != FORMAT or doc.get("digest") != digest(root):
-        return None
-    return Selection.from_json(doc)
+        if not isinstance(doc, dict) or doc.get("digest") != digest(root):
+            return None  # stale: measured again by --coverage
+        return Selection.from_json(doc)
+    except (OSError, ValueError):  # json.JSONDecodeError is a ValueError
+        return None  # damaged: measured again by --coverage, as a stale one is
 
 
 def coverage_command(python: str, root: Path, data: Path, kernel: str | None,
                      report: Path | None = None) -> list[str]:
     """The ci suite under branch coverage of ``reference/``, each property's lines under
-    its own context, at ``kernel`` (the default when None)."""
+    its own context, at ``kernel`` (the default when None); the gates each property asks
+    about go to :func:`gate_log` of ``data``."""
     return [python, "-m", "coverage", "run", "--branch", f"--source={root / 'reference'}",
             f"--data-file={data}", "-m", "conformance.mutation.suite", "--contexts",
-            "--profile", "ci",
+            "--gate-log", str(gate_log(data)), "--profile", "ci",
             *(["--kernel", kernel] if kernel else []),
             *(["--report", str(report)] if report else [])]
 
@@ -251,18 +336,34 @@ def run_coverage(command: list[str], root: Path, kernel: str | None = None) -> N
 
     A rule the reference itself fails at some kernel would 'kill' every mutant judged
     there, so it stops the measurement (at 6.12.0 a fixed xdp scenario did, until the
-    component said not applicable)."""
+    component said not applicable).  The failing rules are read from the suite's JSON
+    report (the command's ``--report``, or one added here)."""
     env = dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True,
-                          check=False)
+    with tempfile.TemporaryDirectory(prefix="rx-coverage-") as tmp:
+        if "--report" in command:
+            report = Path(command[command.index("--report") + 1])
+        else:
+            report = Path(tmp) / "report.json"
+            command = [*command, "--report", str(report)]
+        proc = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True,
+                              check=False)
+        failed = failed_rules(report) if proc.returncode == 1 else ()
     if proc.returncode == 1:
-        failed = [line.strip() for line in proc.stdout.splitlines() if "│ fail" in line]
         raise RuntimeError(f"the reference fails its own suite at kernel "
                            f"{kernel or 'default'}: "
-                           f"{failed[0] if failed else proc.stdout.strip()[-200:]}")
+                           f"{', '.join(failed) if failed else proc.stdout.strip()[-200:]}")
     if proc.returncode != 0:
         tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
         raise RuntimeError(f"the suite under coverage exited {proc.returncode}: {tail}")
+
+
+def failed_rules(report: Path) -> tuple[str, ...]:
+    """The rules a suite report (``rx-oracle conformance --report``) says failed."""
+    try:
+        doc = json.loads(report.read_text())
+    except (OSError, json.JSONDecodeError):
+        return ()
+    return tuple(r["rule"] for r in doc.get("rules", []) if r.get("verdict") == "fail")
 
 
 def read_contexts(data: Path, root: Path) -> dict[str, dict[int, frozenset[str]]]:
@@ -278,6 +379,17 @@ def read_contexts(data: Path, root: Path) -> dict[str, dict[int, frozenset[str]]
     return found
 
 
+def gate_log(data: Path) -> Path:
+    """Where a coverage run into ``data`` writes the gates each property asked about."""
+    return data.with_name(data.name + ".gates.json")
+
+
+def read_gates(data: Path) -> dict[str, frozenset[str]]:
+    """Per gate rule, the contexts that asked for it in the coverage run into ``data``."""
+    doc = json.loads(gate_log(data).read_text())
+    return {rule: frozenset(contexts) for rule, contexts in doc.items()}
+
+
 def measure(out: Path, default_data: Path, older: Iterable[str], *, root: Path = ROOT,
             python: str = sys.executable) -> Selection:
     """Write ``out/selection.json``: the default kernel's contexts from ``default_data``
@@ -285,11 +397,13 @@ def measure(out: Path, default_data: Path, older: Iterable[str], *, root: Path =
     from reference.kernel import DEFAULT_KERNEL
 
     kernels = {str(DEFAULT_KERNEL): read_contexts(default_data, root)}
+    gates = {str(DEFAULT_KERNEL): read_gates(default_data)}
     for kernel in older:
         data = (out / f".coverage-{kernel}").resolve()
         data.unlink(missing_ok=True)
         run_coverage(coverage_command(python, root, data, kernel), root, kernel)
         kernels[kernel] = read_contexts(data, root)
-    found = Selection(kernels)
+        gates[kernel] = read_gates(data)
+    found = Selection(kernels, gates)
     (out / SELECTION).write_text(json.dumps(found.to_json(digest(root))) + "\n")
     return found

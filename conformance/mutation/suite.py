@@ -38,6 +38,7 @@ def _own_options() -> argparse.ArgumentParser:
     p.add_argument("--shrink", action="store_true")
     p.add_argument("--first-failure", action="store_true")
     p.add_argument("--contexts", action="store_true")
+    p.add_argument("--gate-log", type=str, default=None)
     p.add_argument("--property", action="append", default=[], dest="properties")
     return p
 
@@ -52,6 +53,12 @@ def main(argv: Sequence[str]) -> int:
     args = cli._parser().parse_args(["conformance", *rest])
     extra = [*(["-x"] if own.first_failure else []),
              *(["-p", "conformance.mutation.contexts"] if own.contexts else [])]
+    if own.gate_log is not None:
+        from pathlib import Path
+
+        from conformance.mutation import contexts
+
+        contexts.GATE_LOG = Path(own.gate_log)
     ci = profiles.PROFILES["ci"]
     if not own.shrink:
         profiles.PROFILES["ci"] = settings(ci, phases=(Phase.explicit, Phase.reuse,

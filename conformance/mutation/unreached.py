@@ -3,7 +3,8 @@
 Branch coverage alone is a percentage; what issue 14 asks is that every branch the ci run
 misses is either one no observable can depend on, or justified in writing. This module
 reads coverage.py's JSON report and sorts each missed branch (``from`` line, ``to`` line;
-a negative ``to`` leaves the function) into:
+a negative ``to`` leaves the function; a function the run never calls counts as one missed
+branch from its ``def`` to its first statement) into:
 
 - **refusal**: the branch leads to a ``raise``. The suite only sends what the reference
   accepts (PROTOCOL.md: a refused input is not a conformance question), so a refusal's
@@ -124,6 +125,30 @@ class _Module:
             for case in getattr(node, "cases", []):
                 self._walk(case.body, inner)
 
+    def never_entered(self, missing: frozenset[int]) -> list[tuple[str, ast.FunctionDef, int]]:
+        """The functions the run never called (every statement of the body missed), each
+        outermost one once, as (qualified name, node, line of its first statement).
+
+        Coverage reports no *branch* into a function, so a function without an ``if`` or
+        a loop that nothing calls would otherwise miss no branch at all; its call is
+        counted here as one missed branch, from its ``def`` line to its first statement."""
+        found: list[tuple[str, ast.FunctionDef, int]] = []
+
+        def walk(body: Iterable[ast.stmt], qual: str) -> None:
+            for node in body:
+                if isinstance(node, ast.ClassDef):
+                    walk(node.body, f"{qual}.{node.name}" if qual else node.name)
+                elif isinstance(node, ast.FunctionDef):
+                    name = f"{qual}.{node.name}" if qual else node.name
+                    stmts = [s for s in node.body if not _is_docstring(s)]
+                    if stmts and all(s.lineno in missing for s in stmts):
+                        found.append((name, node, stmts[0].lineno))
+                    else:
+                        walk(node.body, name)
+
+        walk(self.tree.body, "")
+        return found
+
     def code(self, line: int) -> str:
         return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
 
@@ -145,6 +170,11 @@ class _Module:
         return any(isinstance(n, ast.Name) and n.id == "trace" for n in ast.walk(origin.test))
 
 
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str))
+
+
 def classify(doc: Mapping[str, Any], root: Path,
              justified: Iterable[Justification] = ()) -> list[Branch]:
     """Every missed branch of coverage.py's JSON report ``doc``, sorted into :data:`KINDS`."""
@@ -156,8 +186,12 @@ def classify(doc: Mapping[str, Any], root: Path,
         path = Path(name)
         rel = (path.resolve().relative_to(root) if path.is_absolute() else path).as_posix()
         module = _Module((root / rel).read_text())
-        for source, dest in entry.get("missing_branches", ()):
-            function = module.function_at.get(source, "")
+        missing = frozenset(entry.get("missing_lines", ()))
+        arcs = [(source, dest, module.function_at.get(source, ""))
+                for source, dest in entry.get("missing_branches", ())]
+        arcs += [(node.lineno, first, qual)
+                 for qual, node, first in module.never_entered(missing)]
+        for source, dest, function in arcs:
             code = module.code(source)
             kind, reason = OPEN, ""
             if module.refuses(source, dest):
