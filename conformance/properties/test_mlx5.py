@@ -94,7 +94,7 @@ def test_mlx5_at_header_walk_boundaries(rx_target: TargetSession, scenario: Scen
 
 @pytest.mark.rule("MLX5-CSUM-007", "MLX5-CSUM-008", "MLX5-CSUM-009", "MLX5-SKB-002",
                   "MLX5-XDP-002")
-@pytest.mark.rule("PKT-IP6-001", "PKT-L4-007", "CSUM-005", "CSUM-008")
+@pytest.mark.rule("PKT-IP6-001", "PKT-L4-007", "CSUM-008")
 @pytest.mark.parametrize("scenario", mlx5.tail_and_cut_scenarios(),
                          ids=lambda s: f"vlan-strip-{s.config['vlan_strip']}")
 def test_mlx5_checksum_tail_and_cut_headers(rx_target: TargetSession,
