@@ -780,6 +780,22 @@ def csum_scenarios(draw: st.DrawFn) -> Scenario:
                     rules=("MLX5-CSUM-007", "MLX5-SKB-001"))
 
 
+def _striding_rx_config(n_frames: int, **overrides: Any) -> dict[str, Any]:
+    """The config of the fixed header and checksum scenarios: the striding non-linear RX
+    path with the Microsoft key, no compression and no program, a timestamp per frame;
+    ``overrides`` replace values (``vlan_strip``, ``csum_full``) or add keys
+    (``no_csum_complete``) before the timestamps."""
+    config: dict[str, Any] = {
+        "key": MS_KEY.hex(), "indir": [0, 1, 2, 3], "compression": "none",
+        "rq_type": "striding", "log_cq_size": 6, "log_wq_size": 4, "log_num_strides": 6,
+        "mtu": 1500, "vlan_strip": False, "budget": 64, "start": 0, "rx_path": True,
+        "rxcsum": True, "rx_linear": False, "csum_full": False,
+    }
+    config.update(overrides)
+    config["timestamps"] = [0] * n_frames
+    return config
+
+
 def header_scenarios() -> list[Scenario]:
     """Every frame of ``header_cases(wellformed=False)`` once, 30 to a scenario, through
     the device and the RX handlers (striding, non-linear: the skb head is
@@ -791,13 +807,8 @@ def header_scenarios() -> list[Scenario]:
     out = []
     for n, i in enumerate(range(0, len(cases), 30)):
         frames = tuple(cases[i:i + 30])
-        config: dict[str, Any] = {
-            "key": MS_KEY.hex(), "indir": [0, 1, 2, 3], "compression": "none",
-            "rq_type": "striding", "log_cq_size": 6, "log_wq_size": 4, "log_num_strides": 6,
-            "mtu": 1500, "vlan_strip": n % 2 == 1, "budget": 64, "start": 0, "rx_path": True,
-            "rxcsum": True, "rx_linear": False, "csum_full": n % 4 == 3,
-            "timestamps": [0] * len(frames),
-        }
+        config = _striding_rx_config(len(frames), vlan_strip=n % 2 == 1,
+                                     csum_full=n % 4 == 3)
         out.append(Scenario(component="mlx5", config=config, frames=frames,
                             rules=("MLX5-DEV-003", "MLX5-DEV-005")))
     return out
@@ -827,13 +838,7 @@ def tail_and_cut_scenarios() -> list[Scenario]:
                bytes(cut / IPv6(src="fd00::1", dst="fd00::2") / TCP(sport=1, dport=2))[:14 + 52]]
     out = []
     for vlan_strip in (False, True):
-        config: dict[str, Any] = {
-            "key": MS_KEY.hex(), "indir": [0, 1, 2, 3], "compression": "none",
-            "rq_type": "striding", "log_cq_size": 6, "log_wq_size": 4, "log_num_strides": 6,
-            "mtu": 1500, "vlan_strip": vlan_strip, "budget": 64, "start": 0, "rx_path": True,
-            "rxcsum": True, "rx_linear": False, "csum_full": False,
-            "timestamps": [0] * len(frames),
-        }
+        config = _striding_rx_config(len(frames), vlan_strip=vlan_strip)
         out.append(Scenario(component="mlx5", config=config, frames=tuple(frames),
                             rules=("MLX5-CSUM-009", "MLX5-CSUM-008")))
     return out
@@ -849,13 +854,7 @@ def l4_check_edge_scenarios() -> list[Scenario]:
     frames = tuple(l4_check_edge_frames())
     out = []
     for no_complete in (True, False):
-        config: dict[str, Any] = {
-            "key": MS_KEY.hex(), "indir": [0, 1, 2, 3], "compression": "none",
-            "rq_type": "striding", "log_cq_size": 6, "log_wq_size": 4, "log_num_strides": 6,
-            "mtu": 1500, "vlan_strip": False, "budget": 64, "start": 0, "rx_path": True,
-            "rxcsum": True, "rx_linear": False, "csum_full": False,
-            "no_csum_complete": no_complete, "timestamps": [0] * len(frames),
-        }
+        config = _striding_rx_config(len(frames), no_csum_complete=no_complete)
         out.append(Scenario(component="mlx5", config=config, frames=frames,
                             rules=("MLX5-DEV-005", "MLX5-CSUM-010")))
     return out
@@ -886,14 +885,7 @@ def headlen_edge_scenarios() -> list[Scenario]:
                     for proto, size in ((136, 8), (2, 8), (33, 12), (253, 0)) for extra in (0, 1))
     tcp = bytes(eth / IP(src="10.0.0.1", dst="10.0.0.2") / TCP(sport=3, dport=4))
     frames += (tcp[:14 + 20 + 13],)
-    config: dict[str, Any] = {
-        "key": MS_KEY.hex(), "indir": [0, 1, 2, 3], "compression": "none",
-        "rq_type": "striding", "log_cq_size": 6, "log_wq_size": 4, "log_num_strides": 6,
-        "mtu": 1500, "vlan_strip": False, "budget": 64, "start": 0, "rx_path": True,
-        "rxcsum": True, "rx_linear": False, "csum_full": False,
-        "timestamps": [0] * len(frames),
-    }
-    return [Scenario(component="mlx5", config=config, frames=frames,
+    return [Scenario(component="mlx5", config=_striding_rx_config(len(frames)), frames=frames,
                      rules=("MLX5-XDP-002", "PKT-L4-007"))]
 
 
