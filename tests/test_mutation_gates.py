@@ -56,3 +56,16 @@ def test_a_refusal_only_older_trees_make_is_killed_at_an_older_tree() -> None:
     assert result.outcome == runner.KILLED
     assert result.kernels == ("7.3.4", "6.18.44")  # the default run let it through
     assert "KFUNC-ATTACH-004" in result.failed_rules
+
+
+def test_a_parser_that_reads_full_versions_as_the_tree_is_judged_where_that_differs() -> None:
+    """KVER-001: a full version means that release, a bare series the tree read. The
+    mutant that flips the test for "no sublevel given" reads 6.12.0 as 6.12.117, which
+    answers PP-INIT-002's gate otherwise, so it is judged at 6.12 releases other than the
+    tree (before, it was judged at the three trees only, where it cannot show)."""
+    m = next(m for m in sampling.candidates(ROOT, [gates.GATED])
+             if m.function == "parse_kernel" and m.operator == "cmp"
+             and m.original == "match.group(3) is None")
+    versions = gates.kernels_for(m, ROOT)
+    assert versions and all(v.startswith("6.12.") and v != "6.12.117" for v in versions)
+    assert "6.12.0" in versions

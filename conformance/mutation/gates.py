@@ -3,12 +3,13 @@
 The ci run judges the default kernel only, so a mutant of the version gates
 (``reference/kernel.py``: a stable backport moved by one sublevel, a mainline release
 swapped) shows only at the versions where the mutated gate table and the pristine one
-disagree. This module finds them: it loads both tables, asks every gate of both at
-candidate versions of each supported series (every sublevel a gate names, one before it,
-0, and the tree's own), and returns the versions where some gate answers differently. A
-mutant that changes no gate's answer at any candidate (the parser, a description) is
-judged at each supported tree. Passing a full version such as ``6.12.62`` to
-``--kernel`` is how a user names a stable release (KVER-001).
+disagree. This module finds them: it loads both tables, asks every gate of both, and
+the parser, at candidate versions of each supported series (every sublevel a gate names,
+one before it, 0, and the tree's own), and returns the versions where some gate answers
+differently or the full version parses to another one. A mutant that changes no answer at
+any candidate (a description, what a bare series means) is judged at each supported
+tree. Passing a full version such as ``6.12.62`` to ``--kernel`` is how a user names a
+stable release (KVER-001).
 
 Any other mutant is judged at the default kernel first and, if it survives there, at
 each older supported tree in turn (the runner stops at the first run that detects it):
@@ -93,6 +94,17 @@ def _answers(table: Any, version: Any) -> dict[str, bool | None]:
     return out
 
 
+def _reading(table: Any, version: Any) -> tuple[str | None, dict[str, bool | None]]:
+    """The version the table's parser reads from ``version``'s full text, and every gate's
+    answer there: the suite names each version in full, so a parser mutant that reads
+    ``6.12.0`` as the 6.12 tree shows only at such a version."""
+    try:
+        parsed: str | None = str(table.parse_kernel(str(version)))
+    except Exception:  # a mutated parser that raises differs
+        parsed = None
+    return parsed, _answers(table, version)
+
+
 def version_tuple(version: Any) -> tuple[int, int, int]:
     return (version.major, version.minor, version.sublevel)
 
@@ -132,6 +144,6 @@ def kernels_for(mutant: Mutant, root: Path, *, default_only: bool = False) -> tu
         return everywhere
     differ = []
     for version in _candidates(pristine, mutated):
-        if _answers(pristine, version) != _answers(mutated, version):
+        if _reading(pristine, version) != _reading(mutated, version):
             differ.append(str(version))
     return tuple(differ[:MAX_VERSIONS]) or everywhere
