@@ -832,3 +832,35 @@ def return_scenarios() -> list[Scenario]:
                              for n, delta in enumerate((-1, -45, -173))},
         rules=("XDP-ADJ-009",)))
     return out
+
+
+#: The rules :func:`frag_tailroom_scenarios` aims at (the test spells them out again for
+#: ``rx-oracle spec`` and checks the two agree).
+FRAG_TAILROOM_RULES = ("XDP-ADJ-008",)
+
+
+def frag_tailroom_scenarios() -> list[tuple[str, Scenario]]:
+    """XDP-ADJ-008 where the two tailroom computations part: frag pages of 128 bytes,
+    a 328-byte frame (100 linear, frags of 128 and 100), the last frag grown.  With the
+    queue's ``frag_size`` 64, below the last frag's 100 bytes, a kernel before
+    88b6b7f7b216 (6.12 before .85) computes the tailroom in unsigned int: it wraps, so a
+    grow by 0 and one by 28 (to the end of the frag's page) succeed; from 88b6b7f7b216 on
+    it is signed and negative: a WARN and -EINVAL for both (a random draw registers the
+    queue with the frag pages' own size, where both computations agree).  With
+    ``frag_size`` 128 both agree: the 28 bytes to the page's end fit, 29 do not."""
+    frame = bytes(i % 239 for i in range(328))
+    config = {"frag_size": 128, "linear_max": 100}
+
+    def grows(*deltas: int) -> dict[int, tuple[dict[str, Any], ...]]:
+        return {n: ({"op": "adjust_tail", "delta": d}, {"op": "get_buff_len"},
+                    {"op": "return", "action": 2}) for n, d in enumerate(deltas)}
+
+    return [
+        ("frag_size below the last frag", Scenario(
+            component="xdp", frames=(frame, frame),
+            config={**config, "rxq_ops": [{"op": "reg", "frag_size": 64}, _POOL_MODEL]},
+            per_packet_programs=grows(0, 28), rules=FRAG_TAILROOM_RULES)),
+        ("frag_size of the frag pages", Scenario(
+            component="xdp", frames=(frame, frame), config=config,
+            per_packet_programs=grows(28, 29), rules=FRAG_TAILROOM_RULES)),
+    ]

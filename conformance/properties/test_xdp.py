@@ -68,3 +68,21 @@ def test_xdp_each_way_back(rx_target: TargetSession, scenario: Scenario) -> None
     XSK frame at the copy-out page's edge, a pfmemalloc frag shrunk away, and shrinks
     that give frags back and end one byte into the frag before them (XDP-ADJ-009)."""
     check(rx_target, scenario, COMPONENT)
+
+
+#: The rules :func:`xdp.frag_tailroom_scenarios` aims at, spelled out for ``rx-oracle spec``.
+FRAG_TAILROOM_RULES = ("XDP-ADJ-008",)
+if FRAG_TAILROOM_RULES != xdp.FRAG_TAILROOM_RULES:
+    raise RuntimeError("FRAG_TAILROOM_RULES differs from xdp.FRAG_TAILROOM_RULES")
+
+
+@pytest.mark.rule(*FRAG_TAILROOM_RULES)
+@pytest.mark.parametrize("scenario", [s for _, s in xdp.frag_tailroom_scenarios()],
+                         ids=[name for name, _ in xdp.frag_tailroom_scenarios()])
+def test_xdp_frag_tailroom_edges(rx_target: TargetSession, scenario: Scenario) -> None:
+    """XDP-ADJ-008 on a last frag longer than the queue's ``frag_size``: before
+    88b6b7f7b216 (6.12 before .85) the unsigned tailroom wraps and the grow succeeds, from
+    it on the signed one is negative (a WARN, -EINVAL); and the exact tailroom of a frag
+    that fits.  A random draw registers the queue with its frag pages' size, where the
+    two computations agree, so the version gate's side shows only here."""
+    check(rx_target, scenario, COMPONENT)

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from hypothesis import example, given
 
-from conformance.check import RuleMismatch, TargetSession, check, expected_at
-from conformance.components import zcrx
+from conformance.check import RuleMismatch, TargetSession, check, expected_at, with_kernel
+from conformance.components import kernel_of, zcrx
 from conformance.scenario import Scenario
+from reference.kernel import gate
 from reference.zcrx import decode_off
 
 COMPONENT = zcrx.COMPONENT
@@ -86,6 +87,29 @@ def test_zcrx_registration_on_veth_with_mixed_faults(rx_target: TargetSession,
                                                      scenario: Scenario) -> None:
     """ZCRX-REG-012: several faults at once on veth; the errno is the first check's in the
     kernel's order (the ``zcrx-live`` target answers these too)."""
+    check(rx_target, scenario, COMPONENT)
+
+
+#: The rules :func:`zcrx.event_desc_scenarios` aims at, spelled out for ``rx-oracle spec``.
+EVENT_DESC_RULES = ("ZCRX-REG-003", "ZCRX-REG-007")
+if EVENT_DESC_RULES != zcrx.EVENT_DESC_RULES:
+    raise RuntimeError("EVENT_DESC_RULES differs from zcrx.EVENT_DESC_RULES")
+
+
+@pytest.mark.rule(*EVENT_DESC_RULES)
+@pytest.mark.parametrize("scenario", [s for _, s in zcrx.event_desc_scenarios()],
+                         ids=[name for name, _ in zcrx.event_desc_scenarios()])
+def test_zcrx_event_desc_word_before_v7_1(rx_target: TargetSession,
+                                          scenario: Scenario) -> None:
+    """ZCRX-REG-007's earlier side: before v7.1 a set ``event_desc`` word is a reserved
+    word set, -EINVAL before the flags and the device (ZCRX-REG-003).  No other property
+    sets it: from v7.1 the word names a notification descriptor the model leaves out,
+    so this one is not applicable there (6.12 has no zcrx at all, ZCRX-REG-001)."""
+    scenario = with_kernel(scenario, rx_target.kernel)
+    kernel = kernel_of(scenario)
+    if gate(kernel, "ZCRX-REG-007"):
+        pytest.skip(f"not applicable: kernel {kernel}: event_desc names a notification "
+                    "descriptor (ZCRX-REG-007), outside the model")
     check(rx_target, scenario, COMPONENT)
 
 
