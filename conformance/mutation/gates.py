@@ -3,13 +3,13 @@
 The ci run judges the default kernel only, so a mutant of the version gates
 (``reference/kernel.py``: a stable backport moved by one sublevel, a mainline release
 swapped) shows only at the versions where the mutated gate table and the pristine one
-disagree. This module finds them: it loads both tables, asks every gate of both, and
-the parser, at candidate versions of each supported series (every sublevel a gate names,
-one before it, 0, and the tree's own), and returns the versions where some gate answers
-differently or the full version parses to another one. A mutant that changes no answer at
-any candidate (a description, what a bare series means) is judged at each supported
-tree. Passing a full version such as ``6.12.62`` to ``--kernel`` is how a user names a
-stable release (KVER-001).
+disagree. This module finds them: it loads both tables, has each parse candidate versions
+of each supported series (every sublevel a gate names, one before it, 0, and the tree's
+own) and asks every gate at what it parsed, and returns versions where some answer
+differs: the first of each series before the second of any (:data:`MAX_VERSIONS`). A
+mutant that changes no answer at any candidate (a description, what a bare series means)
+is judged at each supported tree. Passing a full version such as ``6.12.62`` to
+``--kernel`` is how a user names a stable release (KVER-001).
 
 Any other mutant is judged at the default kernel first and, if it survives there, at
 each older supported tree in turn (the runner stops at the first run that detects it):
@@ -34,8 +34,11 @@ from conformance.mutation.mutator import Mutant
 
 GATED = "reference/kernel.py"
 
-#: At most this many disagreeing versions are run (oldest first): one is enough to
-#: detect, a second guards against a run that is not applicable there.
+#: At most this many disagreeing versions are run: the oldest of each series first
+#: (newest series first), then the next of each. One is enough to detect where the
+#: component applies; a second series guards against one where it does not (zcrx and
+#: the cpumap entry program have no 6.12 prediction, so an entry changed everywhere
+#: must also be judged at 6.18).
 MAX_VERSIONS = 3
 
 
@@ -94,15 +97,16 @@ def _answers(table: Any, version: Any) -> dict[str, bool | None]:
     return out
 
 
-def _reading(table: Any, version: Any) -> tuple[str | None, dict[str, bool | None]]:
-    """The version the table's parser reads from ``version``'s full text, and every gate's
-    answer there: the suite names each version in full, so a parser mutant that reads
-    ``6.12.0`` as the 6.12 tree shows only at such a version."""
+def _reading(table: Any, version: Any) -> dict[str, bool | None] | None:
+    """Every gate's answer at the version the table's parser reads from ``version``'s
+    full text (None when it refuses it): the suite names each version in full, so a parser
+    mutant that reads ``6.12.0`` as the 6.12 tree shows only where the two answer a gate
+    differently."""
     try:
-        parsed: str | None = str(table.parse_kernel(str(version)))
+        parsed = table.parse_kernel(str(version))
     except Exception:  # a mutated parser that raises differs
-        parsed = None
-    return parsed, _answers(table, version)
+        return None
+    return _answers(table, parsed)
 
 
 def version_tuple(version: Any) -> tuple[int, int, int]:
@@ -142,8 +146,11 @@ def kernels_for(mutant: Mutant, root: Path, *, default_only: bool = False) -> tu
     mutated = _load(mutant.apply(source))
     if mutated is None:
         return everywhere
-    differ = []
+    by_series: dict[tuple[int, int], list[str]] = {}
     for version in _candidates(pristine, mutated):
         if _reading(pristine, version) != _reading(mutated, version):
-            differ.append(str(version))
-    return tuple(differ[:MAX_VERSIONS]) or everywhere
+            by_series.setdefault((version.major, version.minor), []).append(str(version))
+    rounds = [[versions[i] for _, versions in sorted(by_series.items(), reverse=True)
+               if i < len(versions)]
+              for i in range(max((len(v) for v in by_series.values()), default=0))]
+    return tuple(v for batch in rounds for v in batch)[:MAX_VERSIONS] or everywhere
