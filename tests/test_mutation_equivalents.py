@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -29,10 +30,16 @@ def test_every_entry_names_a_current_mutant() -> None:
         assert path in modules, f"the registry names {path}, not a mutated module"
     pool = sampling.candidates(ROOT, paths)
     sources = {p: (ROOT / p).read_text() for p in paths}
-    found = {(*equivalents.key_of(m, sources[m.path]), m.col) for m in pool}
-    keys = {k[:6] for k in found}
-    stale = [eq for eq in registry.values()
-             if (eq.key not in keys if eq.col is None else eq.entry_key not in found)]
+    by_key: dict[tuple[str, ...], list[Mutant]] = {}
+    for m in pool:
+        by_key.setdefault(equivalents.key_of(m, sources[m.path]), []).append(m)
+
+    def names_a_mutant(eq: equivalents.Equivalent) -> bool:
+        return any(eq.col in (None, m.col)
+                   and eq.within in (None, equivalents.within_of(m, sources[m.path]))
+                   for m in by_key.get(eq.key, ()))
+
+    stale = [eq for eq in registry.values() if not names_a_mutant(eq)]
     assert not stale, ("registry entries that match no mutant of the current "
                        "source (judge them again): "
                        + "; ".join(f"{eq.path} {eq.function} {eq.code!r}" for eq in stale))
@@ -91,7 +98,8 @@ def test_an_entry_naming_a_column_judges_only_that_mutant() -> None:
     two places): an entry with ``col`` judges one, an entry without judges both."""
     one, two = (attrs.evolve(_mutant(5, "(2)"), col=c) for c in (4, 9))
     source = "\n" * 4 + "x\n"
-    base = {"path": "reference/rss.py", "function": "f", "operator": "int", "original": "1",
+    base: dict[str, Any] = {
+        "path": "reference/rss.py", "function": "f", "operator": "int", "original": "1",
             "replacement": "(2)", "code": "x", "reason": "a constant read nowhere"}
     by_col = equivalents.Equivalent(**base, col=9)
     registry = {by_col.entry_key: by_col}
@@ -151,3 +159,48 @@ def test_a_malformed_registry_is_one_line(tmp_path: Path, body: str, where: str)
         equivalents.load(path)
     assert where in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def _gate_since_mutants() -> list[Mutant]:
+    """``Since(mainline=(7, 0)))`` moved to (6, 0): the same line in several gates of
+    reference/kernel.py's table, each mutant with the same key."""
+    return [m for m in sampling.candidates(ROOT, ["reference/kernel.py"])
+            if m.code == "Since(mainline=(7, 0))),"
+            and m.operator == "int" and m.original == "7" and m.replacement == "(6)"]
+
+
+def test_an_entry_naming_the_line_around_judges_only_that_row_of_a_table() -> None:
+    """KVER gate table: the rows of CPUMAP-MAP-003 and ZCRX-BUFLEN-001 end in the same
+    line; ``within`` (the row's first line) tells their mutants apart."""
+    source = (ROOT / "reference/kernel.py").read_text()
+    twins = _gate_since_mutants()
+    places = {equivalents.within_of(m, source) for m in twins}
+    assert len(twins) >= 2 and len(places) == len(twins)
+    cpumap = next(m for m in twins
+                  if equivalents.within_of(m, source).startswith('Gate("CPUMAP-MAP-003"'))
+    key = equivalents.key_of(cpumap, source)
+    eq = equivalents.Equivalent(*key, reason="a refused program reads -ENOMEM there anyway",
+                                within=equivalents.within_of(cpumap, source))
+    registry = {eq.entry_key: eq}
+    assert [m for m in twins if equivalents.lookup(registry, m, source)] == [cpumap]
+
+
+def test_an_identical_line_elsewhere_needs_within(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Registering one row's mutant is refused until ``--within`` names its row, even when
+    the run's results hold no twin (the twins are today's source's mutants); the entry goes
+    to the gate table's own file."""
+    registry = tmp_path / "equivalents"
+    registry.mkdir()
+    monkeypatch.setattr(equivalents, "REGISTRY", registry)
+    one = _gate_since_mutants()[0]
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps({"mutant": one.to_json()}) + "\n")
+    reason = "a move no supported version sees"
+    assert equivalents.main([str(results), one.id, reason]) == 2
+    assert "--within" in capsys.readouterr().err
+    assert not list(registry.iterdir())
+    assert equivalents.main([str(results), one.id, reason, "--within"]) == 0
+    written = (registry / "kernel.toml").read_text()
+    assert "within = " in written

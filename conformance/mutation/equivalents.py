@@ -13,7 +13,10 @@ the enclosing function, the operator, the replaced and the new text, and the str
 source line the change starts on (``code``). Line numbers are not used: they move with
 every edit above. When two mutants of one line share all of that (the same text replaced
 the same way at two places of the line) and only one is equivalent, its entry also names
-its column (``col``). When the line itself is edited, the entry stops matching and
+its column (``col``). When the same line appears twice in the module (two rows of a
+table) and only one of its mutants is equivalent, the entry also names the first line of
+the call or statement around it (``within``). When the line itself is edited, the entry
+stops matching and
 ``tests/test_mutation_equivalents.py`` fails: an edited line must be judged again.
 
 The file is validated with a JSON Schema (a user's mistake there is one line naming the
@@ -22,6 +25,8 @@ entry and field).
 
 from __future__ import annotations
 
+import ast
+import functools
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -52,6 +57,7 @@ _SCHEMA: dict[str, Any] = {
                     "replacement": {"type": "string", "minLength": 1},
                     "code": {"type": "string", "minLength": 1},
                     "col": {"type": "integer", "minimum": 0},
+                    "within": {"type": "string", "minLength": 1},
                     "reason": {"type": "string", "minLength": 10},
                 },
             },
@@ -77,6 +83,9 @@ class Equivalent:
     reason: str
     #: The mutant's column, when its line has another mutant with the same key.
     col: int | None = None
+    #: :func:`within_of` the mutant, when an identical line elsewhere in the module has a
+    #: mutant with the same key.
+    within: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str, str, str]:
@@ -85,12 +94,14 @@ class Equivalent:
 
     @property
     def entry_key(self) -> Key:
-        """What names this entry in the registry: the key, and the column if given."""
-        return (*self.key, self.col)
+        """What names this entry in the registry: the key, and the column and the
+        enclosing line if given."""
+        return (*self.key, self.col, self.within)
 
 
-#: A registry entry's name: :func:`key_of`'s key and a column, or None for every column.
-Key = tuple[str, str, str, str, str, str, int | None]
+#: A registry entry's name: :func:`key_of`'s key, a column (None: every column) and the
+#: :func:`within_of` text (None: every place the line appears).
+Key = tuple[str, str, str, str, str, str, int | None, str | None]
 
 
 def key_of(mutant: Mutant, source: str) -> tuple[str, str, str, str, str, str]:
@@ -102,6 +113,26 @@ def key_of(mutant: Mutant, source: str) -> tuple[str, str, str, str, str, str]:
             mutant.replacement, code)
 
 
+def within_of(mutant: Mutant, source: str) -> str:
+    """The stripped first line of the innermost call or statement that holds ``mutant``'s
+    line and starts above it ("" when none does): what tells apart two identical lines of
+    a table, such as two gates' ``Since(mainline=(7, 0))),`` (each inside its own
+    ``Gate(...)``)."""
+    best: ast.expr | ast.stmt | None = None
+    for node in ast.walk(_parsed(source)):
+        if isinstance(node, ast.Call | ast.stmt) and node.lineno < mutant.line \
+                and (node.end_lineno or node.lineno) >= mutant.line \
+                and (best is None or (node.lineno, node.col_offset)
+                     > (best.lineno, best.col_offset)):
+            best = node
+    return "" if best is None else source.splitlines()[best.lineno - 1].strip()
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(source: str) -> ast.Module:
+    return ast.parse(source)
+
+
 def load(path: Path = REGISTRY) -> dict[Key, Equivalent]:
     """The registry (a directory of TOML files, or one file), keyed by
     :attr:`Equivalent.entry_key`."""
@@ -109,24 +140,38 @@ def load(path: Path = REGISTRY) -> dict[Key, Equivalent]:
     out: dict[Key, Equivalent] = {}
     for file in files:
         for index, eq in enumerate(_load_file(file)):
-            if eq.entry_key in out or (eq.col is not None and (*eq.key, None) in out):
+            if eq.entry_key in out:
                 raise RegistryError(f"{file.name}: mutant/{index}: the same mutant twice "
                                     f"({eq.path} {eq.code!r})")
             out[eq.entry_key] = eq
-    for key in [k for k in out if k[6] is None]:
-        if any(k[:6] == key[:6] and k[6] is not None for k in out):
-            eq = out[key]
-            raise RegistryError(f"{eq.path}: {eq.code!r} is registered for every column and "
-                                f"for one column")
+    for key, eq in out.items():
+        # An entry for every column (or place) beside one for a single column (place) of
+        # the same key: the narrower one says the others are not equivalent, the wider
+        # one that they are.
+        wider = [(*key[:6], None, key[7]), (*key[:6], key[6], None), (*key[:6], None, None)]
+        if any(w != key and w in out for w in wider):
+            raise RegistryError(f"{eq.path}: {eq.code!r} is registered for every column "
+                                f"or place and for one")
     return out
 
 
 def lookup(registry: Mapping[Key, Equivalent], mutant: Mutant,
            source: str) -> Equivalent | None:
-    """``mutant``'s registry entry: the one naming its column, else the one for every
-    column of its key."""
+    """``mutant``'s registry entry: the narrowest one that names it (its column, the line
+    around it, both, or neither)."""
     key = key_of(mutant, source)
-    return registry.get((*key, mutant.col)) or registry.get((*key, None))
+    found = registry.get((*key, mutant.col, None)) or registry.get((*key, None, None))
+    if found is not None:
+        return found
+    if not any(k[:6] == key and k[7] is not None for k in _placed(registry)):
+        return None
+    within = within_of(mutant, source)
+    return registry.get((*key, mutant.col, within)) or registry.get((*key, None, within))
+
+
+def _placed(registry: Mapping[Key, Equivalent]) -> list[Key]:
+    """The keys of entries that name a place (``within``): few, so scanned directly."""
+    return [k for k in registry if k[7] is not None]
 
 
 def _load_file(path: Path) -> list[Equivalent]:
@@ -150,15 +195,18 @@ def judge(mutants: Iterable[Mutant], root: Path,
     return out
 
 
-def toml_entry(mutant: Mutant, source: str, reason: str, *, col: bool = False) -> str:
+def toml_entry(mutant: Mutant, source: str, reason: str, *, col: bool = False,
+               within: bool = False) -> str:
     """The registry entry for ``mutant`` as TOML text (what :func:`main` appends); with
-    ``col``, naming its column too."""
+    ``col``, naming its column too, with ``within``, the line around it."""
     key = key_of(mutant, source)
     names = ("path", "function", "operator", "original", "replacement", "code")
     lines = ["", "[[mutant]]"]
     lines += [f"{name} = {_toml_string(value)}" for name, value in zip(names, key, strict=True)]
     if col:
         lines.append(f"col = {mutant.col}")
+    if within:
+        lines.append(f"within = {_toml_string(within_of(mutant, source))}")
     lines.append(f"reason = {_toml_string(reason)}")
     return "\n".join(lines) + "\n"
 
@@ -172,9 +220,10 @@ def _toml_string(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """``python -m conformance.mutation.equivalents RESULTS.jsonl MUTANT_ID REASON``:
     append a judged-equivalent mutant of a mutation run to the registry file of its
-    module's primary component.  Refused, with the file untouched, when the mutant is
-    registered already, or when another mutant of the run shares its key (then ``--col``
-    names it by its column as well)."""
+    module (:func:`registry_file`).  Refused, with the file untouched, when the mutant is
+    registered already, or when another mutant of the module (of today's source, or of
+    the run) shares its key: on its line (then ``--col`` names it by its column as well)
+    or on an identical line elsewhere (then ``--within`` names the line around it)."""
     import argparse
     import json
     import sys
@@ -187,8 +236,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--col", action="store_true",
                         help="name the mutant by its column too (another mutant of its line "
                              "has the same key)")
+    parser.add_argument("--within", action="store_true",
+                        help="name the call or statement around the mutant too (an identical "
+                             "line elsewhere in the module has a mutant with the same key)")
     args = parser.parse_args(argv)
-    root = REGISTRY.parent.parent.parent
+    root = Path(__file__).resolve().parent.parent.parent  # the sources being judged
     run = [Mutant.from_json(json.loads(line)["mutant"])
            for line in args.results.read_text().splitlines() if line.strip()]
     mutant = next((m for m in run if m.id == args.mutant_id), None)
@@ -198,8 +250,6 @@ def main(argv: list[str] | None = None) -> int:
     if len(args.reason.strip()) < 10:
         print("reason: say why no observable can tell the mutant apart", file=sys.stderr)
         return 2
-    from conformance.mutation.scope import components_for
-
     try:
         registry = load(REGISTRY)
     except RegistryError as exc:
@@ -210,16 +260,14 @@ def main(argv: list[str] | None = None) -> int:
     if found is not None:
         print(f"{args.mutant_id}: registered already: {found.reason}", file=sys.stderr)
         return 2
-    key = key_of(mutant, source)
-    twins = [m.id for m in run if m.id != mutant.id and m.col != mutant.col
-             and key_of(m, source) == key]
-    if twins and not args.col:
-        print(f"{args.mutant_id}: {twins[0]} has the same key (path, function, text, line); "
-              "name the column with --col", file=sys.stderr)
+    problem = _ambiguity(mutant, [*run, *_module_mutants(root, mutant.path)], source,
+                         col=args.col, within=args.within)
+    if problem:
+        print(f"{args.mutant_id}: {problem}", file=sys.stderr)
         return 2
-    target = REGISTRY / f"{components_for(mutant.path)[0]}.toml"
+    target = REGISTRY / f"{registry_file(mutant.path)}.toml"
     before = target.read_text() if target.exists() else None
-    entry = toml_entry(mutant, source, args.reason.strip(), col=args.col)
+    entry = toml_entry(mutant, source, args.reason.strip(), col=args.col, within=args.within)
     with target.open("a") as f:
         f.write(entry)
     try:
@@ -233,6 +281,45 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(entry, end="")
     return 0
+
+
+def registry_file(path: str) -> str:
+    """The registry file (without ``.toml``) of a module's entries: its primary
+    component's, except for the version gates every component reads (``kernel``)."""
+    from conformance.mutation.scope import components_for
+
+    return "kernel" if path == "reference/kernel.py" else components_for(path)[0]
+
+
+def _module_mutants(root: Path, path: str) -> list[Mutant]:
+    """Every candidate mutant of today's module (what a key must tell apart, whether or
+    not the run judged it)."""
+    from conformance.mutation import sampling
+
+    try:
+        return sampling.candidates(root, [path])
+    except (OSError, SyntaxError):  # a module that is not today's mutated source
+        return []
+
+
+def _ambiguity(mutant: Mutant, others: Iterable[Mutant], source: str, *, col: bool,
+               within: bool) -> str:
+    """Why the entry the options would write would also name another mutant, or ""."""
+    key = key_of(mutant, source)
+    place = within_of(mutant, source) if within else None
+    for m in others:
+        if m.id == mutant.id or (m.line, m.col) == (mutant.line, mutant.col) \
+                or key_of(m, source) != key:
+            continue
+        same_col = not col or m.col == mutant.col
+        same_place = place is None or within_of(m, source) == place
+        if same_col and same_place:
+            if m.line == mutant.line:
+                return (f"{m.id} has the same key (path, function, text, line); name the "
+                        "column with --col")
+            return (f"{m.id} has the same key on an identical line; name the line around "
+                    "it with --within" + ("" if not within else " and the column with --col"))
+    return ""
 
 
 if __name__ == "__main__":
