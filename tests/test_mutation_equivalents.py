@@ -36,7 +36,7 @@ def test_every_entry_names_a_current_mutant() -> None:
 
     def names_a_mutant(eq: equivalents.Equivalent) -> bool:
         return any(eq.col in (None, m.col)
-                   and eq.within in (None, equivalents.within_of(m, sources[m.path]))
+                   and eq.above in (None, equivalents.above_of(m, sources[m.path]))
                    for m in by_key.get(eq.key, ()))
 
     stale = [eq for eq in registry.values() if not names_a_mutant(eq)]
@@ -171,16 +171,16 @@ def _gate_since_mutants() -> list[Mutant]:
 
 def test_an_entry_naming_the_line_around_judges_only_that_row_of_a_table() -> None:
     """KVER gate table: the rows of CPUMAP-MAP-003 and ZCRX-BUFLEN-001 end in the same
-    line; ``within`` (the row's first line) tells their mutants apart."""
+    line; ``above`` (the row's after-text, the line above) tells their mutants apart."""
     source = (ROOT / "reference/kernel.py").read_text()
     twins = _gate_since_mutants()
-    places = {equivalents.within_of(m, source) for m in twins}
+    places = {equivalents.above_of(m, source) for m in twins}
     assert len(twins) >= 2 and len(places) == len(twins)
     cpumap = next(m for m in twins
-                  if equivalents.within_of(m, source).startswith('Gate("CPUMAP-MAP-003"'))
+                  if equivalents.above_of(m, source).startswith('"the update reads'))
     key = equivalents.key_of(cpumap, source)
     eq = equivalents.Equivalent(*key, reason="a refused program reads -ENOMEM there anyway",
-                                within=equivalents.within_of(cpumap, source))
+                                above=equivalents.above_of(cpumap, source))
     registry = {eq.entry_key: eq}
     assert [m for m in twins if equivalents.lookup(registry, m, source)] == [cpumap]
 
@@ -188,7 +188,7 @@ def test_an_entry_naming_the_line_around_judges_only_that_row_of_a_table() -> No
 def test_an_identical_line_elsewhere_needs_within(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Registering one row's mutant is refused until ``--within`` names its row, even when
+    """Registering one row's mutant is refused until ``--above`` names its row, even when
     the run's results hold no twin (the twins are today's source's mutants); the entry goes
     to the gate table's own file."""
     registry = tmp_path / "equivalents"
@@ -199,8 +199,23 @@ def test_an_identical_line_elsewhere_needs_within(
     results.write_text(json.dumps({"mutant": one.to_json()}) + "\n")
     reason = "a move no supported version sees"
     assert equivalents.main([str(results), one.id, reason]) == 2
-    assert "--within" in capsys.readouterr().err
+    assert "--above" in capsys.readouterr().err
     assert not list(registry.iterdir())
-    assert equivalents.main([str(results), one.id, reason, "--within"]) == 0
+    assert equivalents.main([str(results), one.id, reason, "--above"]) == 0
     written = (registry / "kernel.toml").read_text()
-    assert "within = " in written
+    assert "above = " in written
+
+
+def test_the_second_of_two_identical_lines_is_told_apart_by_the_line_above() -> None:
+    """checksum.py's ``_from64to32`` folds twice with the same line: ``>> 32 → 33`` is
+    killed in the first fold and equivalent in the second (x is below 2**33 by then), so
+    the registry entry must name the second fold alone (the run found the first killed)."""
+    source = (ROOT / "reference/checksum.py").read_text()
+    folds = [m for m in sampling.candidates(ROOT, ["reference/checksum.py"])
+             if m.function == "_from64to32" and m.operator == "int" and m.original == "32"
+             and m.replacement == "(33)"]
+    assert len(folds) == 2 and len({equivalents.key_of(m, source) for m in folds}) == 1
+    first, second = sorted(folds, key=lambda m: m.line)
+    registry = equivalents.load()
+    assert equivalents.lookup(registry, first, source) is None
+    assert equivalents.lookup(registry, second, source) is not None

@@ -15,7 +15,7 @@ every edit above. When two mutants of one line share all of that (the same text 
 the same way at two places of the line) and only one is equivalent, its entry also names
 its column (``col``). When the same line appears twice in the module (two rows of a
 table) and only one of its mutants is equivalent, the entry also names the first line of
-the call or statement around it (``within``). When the line itself is edited, the entry
+the line above it (``above``). When the line itself is edited, the entry
 stops matching and
 ``tests/test_mutation_equivalents.py`` fails: an edited line must be judged again.
 
@@ -25,8 +25,6 @@ entry and field).
 
 from __future__ import annotations
 
-import ast
-import functools
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -57,7 +55,7 @@ _SCHEMA: dict[str, Any] = {
                     "replacement": {"type": "string", "minLength": 1},
                     "code": {"type": "string", "minLength": 1},
                     "col": {"type": "integer", "minimum": 0},
-                    "within": {"type": "string", "minLength": 1},
+                    "above": {"type": "string", "minLength": 1},
                     "reason": {"type": "string", "minLength": 10},
                 },
             },
@@ -83,9 +81,9 @@ class Equivalent:
     reason: str
     #: The mutant's column, when its line has another mutant with the same key.
     col: int | None = None
-    #: :func:`within_of` the mutant, when an identical line elsewhere in the module has a
+    #: :func:`above_of` the mutant, when an identical line elsewhere in the module has a
     #: mutant with the same key.
-    within: str | None = None
+    above: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str, str, str]:
@@ -96,11 +94,11 @@ class Equivalent:
     def entry_key(self) -> Key:
         """What names this entry in the registry: the key, and the column and the
         enclosing line if given."""
-        return (*self.key, self.col, self.within)
+        return (*self.key, self.col, self.above)
 
 
 #: A registry entry's name: :func:`key_of`'s key, a column (None: every column) and the
-#: :func:`within_of` text (None: every place the line appears).
+#: :func:`above_of` text (None: every place the line appears).
 Key = tuple[str, str, str, str, str, str, int | None, str | None]
 
 
@@ -113,24 +111,13 @@ def key_of(mutant: Mutant, source: str) -> tuple[str, str, str, str, str, str]:
             mutant.replacement, code)
 
 
-def within_of(mutant: Mutant, source: str) -> str:
-    """The stripped first line of the innermost call or statement that holds ``mutant``'s
-    line and starts above it ("" when none does): what tells apart two identical lines of
-    a table, such as two gates' ``Since(mainline=(7, 0))),`` (each inside its own
-    ``Gate(...)``)."""
-    best: ast.expr | ast.stmt | None = None
-    for node in ast.walk(_parsed(source)):
-        if isinstance(node, ast.Call | ast.stmt) and node.lineno < mutant.line \
-                and (node.end_lineno or node.lineno) >= mutant.line \
-                and (best is None or (node.lineno, node.col_offset)
-                     > (best.lineno, best.col_offset)):
-            best = node
-    return "" if best is None else source.splitlines()[best.lineno - 1].strip()
-
-
-@functools.lru_cache(maxsize=8)
-def _parsed(source: str) -> ast.Module:
-    return ast.parse(source)
+def above_of(mutant: Mutant, source: str) -> str:
+    """The stripped text of the nearest non-blank line above ``mutant``'s line ("" at the
+    top): what tells apart two identical lines, such as two gates'
+    ``Since(mainline=(7, 0))),`` (each below its own after-text) or the two identical folds
+    of ``_from64to32`` (the second below the first)."""
+    lines = source.splitlines()[:mutant.line - 1]
+    return next((text.strip() for text in reversed(lines) if text.strip()), "")
 
 
 def load(path: Path = REGISTRY) -> dict[Key, Equivalent]:
@@ -158,19 +145,19 @@ def load(path: Path = REGISTRY) -> dict[Key, Equivalent]:
 def lookup(registry: Mapping[Key, Equivalent], mutant: Mutant,
            source: str) -> Equivalent | None:
     """``mutant``'s registry entry: the narrowest one that names it (its column, the line
-    around it, both, or neither)."""
+    above it, both, or neither)."""
     key = key_of(mutant, source)
     found = registry.get((*key, mutant.col, None)) or registry.get((*key, None, None))
     if found is not None:
         return found
     if not any(k[:6] == key and k[7] is not None for k in _placed(registry)):
         return None
-    within = within_of(mutant, source)
-    return registry.get((*key, mutant.col, within)) or registry.get((*key, None, within))
+    above = above_of(mutant, source)
+    return registry.get((*key, mutant.col, above)) or registry.get((*key, None, above))
 
 
 def _placed(registry: Mapping[Key, Equivalent]) -> list[Key]:
-    """The keys of entries that name a place (``within``): few, so scanned directly."""
+    """The keys of entries that name a place (``above``): few, so scanned directly."""
     return [k for k in registry if k[7] is not None]
 
 
@@ -196,17 +183,17 @@ def judge(mutants: Iterable[Mutant], root: Path,
 
 
 def toml_entry(mutant: Mutant, source: str, reason: str, *, col: bool = False,
-               within: bool = False) -> str:
+               above: bool = False) -> str:
     """The registry entry for ``mutant`` as TOML text (what :func:`main` appends); with
-    ``col``, naming its column too, with ``within``, the line around it."""
+    ``col``, naming its column too, with ``above``, the line above it."""
     key = key_of(mutant, source)
     names = ("path", "function", "operator", "original", "replacement", "code")
     lines = ["", "[[mutant]]"]
     lines += [f"{name} = {_toml_string(value)}" for name, value in zip(names, key, strict=True)]
     if col:
         lines.append(f"col = {mutant.col}")
-    if within:
-        lines.append(f"within = {_toml_string(within_of(mutant, source))}")
+    if above:
+        lines.append(f"above = {_toml_string(above_of(mutant, source))}")
     lines.append(f"reason = {_toml_string(reason)}")
     return "\n".join(lines) + "\n"
 
@@ -223,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     module (:func:`registry_file`).  Refused, with the file untouched, when the mutant is
     registered already, or when another mutant of the module (of today's source, or of
     the run) shares its key: on its line (then ``--col`` names it by its column as well)
-    or on an identical line elsewhere (then ``--within`` names the line around it)."""
+    or on an identical line elsewhere (then ``--above`` names the line above it)."""
     import argparse
     import json
     import sys
@@ -236,9 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--col", action="store_true",
                         help="name the mutant by its column too (another mutant of its line "
                              "has the same key)")
-    parser.add_argument("--within", action="store_true",
-                        help="name the call or statement around the mutant too (an identical "
-                             "line elsewhere in the module has a mutant with the same key)")
+    parser.add_argument("--above", action="store_true",
+                        help="name the line above the mutant too (an identical line "
+                             "elsewhere in the module has a mutant with the same key)")
     args = parser.parse_args(argv)
     root = Path(__file__).resolve().parent.parent.parent  # the sources being judged
     run = [Mutant.from_json(json.loads(line)["mutant"])
@@ -261,13 +248,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.mutant_id}: registered already: {found.reason}", file=sys.stderr)
         return 2
     problem = _ambiguity(mutant, [*run, *_module_mutants(root, mutant.path)], source,
-                         col=args.col, within=args.within)
+                         col=args.col, above=args.above)
     if problem:
         print(f"{args.mutant_id}: {problem}", file=sys.stderr)
         return 2
     target = REGISTRY / f"{registry_file(mutant.path)}.toml"
     before = target.read_text() if target.exists() else None
-    entry = toml_entry(mutant, source, args.reason.strip(), col=args.col, within=args.within)
+    entry = toml_entry(mutant, source, args.reason.strip(), col=args.col, above=args.above)
     with target.open("a") as f:
         f.write(entry)
     try:
@@ -303,22 +290,22 @@ def _module_mutants(root: Path, path: str) -> list[Mutant]:
 
 
 def _ambiguity(mutant: Mutant, others: Iterable[Mutant], source: str, *, col: bool,
-               within: bool) -> str:
+               above: bool) -> str:
     """Why the entry the options would write would also name another mutant, or ""."""
     key = key_of(mutant, source)
-    place = within_of(mutant, source) if within else None
+    place = above_of(mutant, source) if above else None
     for m in others:
         if m.id == mutant.id or (m.line, m.col) == (mutant.line, mutant.col) \
                 or key_of(m, source) != key:
             continue
         same_col = not col or m.col == mutant.col
-        same_place = place is None or within_of(m, source) == place
+        same_place = place is None or above_of(m, source) == place
         if same_col and same_place:
             if m.line == mutant.line:
                 return (f"{m.id} has the same key (path, function, text, line); name the "
                         "column with --col")
-            return (f"{m.id} has the same key on an identical line; name the line around "
-                    "it with --within" + ("" if not within else " and the column with --col"))
+            return (f"{m.id} has the same key on an identical line; name the line above "
+                    "it with --above" + ("" if not above else " and the column with --col"))
     return ""
 
 
