@@ -125,6 +125,13 @@ _SUCCESS_RULES = {
     "attach": ("KFUNC-ATTACH-004",),
     "map_update": ("KFUNC-MAP-001",),
 }
+#: The rule of each program map's own checks (what decides an insertion it accepts).
+_MAP_RULES = {
+    k.BPF_MAP_TYPE_PROG_ARRAY: "KFUNC-MAP-002",
+    k.BPF_MAP_TYPE_DEVMAP: "KFUNC-MAP-003",
+    k.BPF_MAP_TYPE_DEVMAP_HASH: "KFUNC-MAP-003",
+    k.BPF_MAP_TYPE_CPUMAP: "KFUNC-MAP-004",
+}
 
 
 def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
@@ -138,8 +145,11 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     * a call's return code is the body's that ran (KFUNC-API-003 or KFUNC-CALL-001: the
       wrong targets are caught under exactly that rule); the outputs of a failed call are
       the unwritten ones (KFUNC-API-005);
+    * an insertion a program map accepted was decided by that map's checks as well as by
+      map compatibility (KFUNC-MAP-002 .. KFUNC-MAP-004 beside KFUNC-MAP-001);
     * an event naming a load that failed finds no program: nothing of it was left
-      (KFUNC-LOAD-007).
+      (KFUNC-LOAD-007). Whether the load failed is read from its answer: a successful map
+      update leaves no trace either.
     """
     traces: list[Trace] = []
     observed = _run(scenario, traces)
@@ -151,13 +161,17 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         i = int(index)
         ev, out = scenario.events[i], observed["events"][i]
         op, applied_rules = ev["op"], traces[i].rules()
-        if op != "prog_load" and not applied_rules:  # the named load failed
-            return ("KFUNC-LOAD-007", *traces[int(ev["prog"])].rules()[-1:])
+        if op != "prog_load" and not _loaded(scenario, observed, int(ev["prog"]), i):
+            # the named load failed (or names no load): nothing of it was left
+            j = int(ev["prog"])
+            return ("KFUNC-LOAD-007", *(traces[j].rules()[-1:] if j < len(traces) else ()))
         if op == "call":
             if field.lstrip(".") != "rc" and out["rc"] != 0:
                 return ("KFUNC-API-005", *applied_rules[-1:])
             return tuple(applied_rules[-1:])
         decided = tuple(applied_rules[-1:]) if out["rc"] != 0 else _SUCCESS_RULES.get(op, ())
+        if op == "map_update" and out["rc"] == 0 and int(ev["map_type"]) in _MAP_RULES:
+            decided = (*decided, _MAP_RULES[int(ev["map_type"])])
         if "KFUNC-LOAD-002" in applied_rules:
             decided = (*decided, "KFUNC-LOAD-002")
         if op == "attach" and "KFUNC-ATTACH-003" in applied_rules and (
@@ -166,6 +180,14 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         return decided
 
     return rules
+
+
+def _loaded(scenario: Scenario, observed: Mapping[str, Any], j: int, i: int) -> bool:
+    """Event ``j`` is a load before event ``i`` that succeeded (so ``i``'s ``prog`` names
+    a program; a successful map update or an attach to an unknown device leaves no trace
+    either)."""
+    return (j < i and scenario.events[j]["op"] == "prog_load"
+            and observed["events"][j]["rc"] == 0)
 
 
 def _narrated(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
