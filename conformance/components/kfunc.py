@@ -125,6 +125,13 @@ _SUCCESS_RULES = {
     "attach": ("KFUNC-ATTACH-004",),
     "map_update": ("KFUNC-MAP-001",),
 }
+#: The rule of each program map's own checks (what decides an insertion it accepts).
+_MAP_RULES = {
+    k.BPF_MAP_TYPE_PROG_ARRAY: "KFUNC-MAP-002",
+    k.BPF_MAP_TYPE_DEVMAP: "KFUNC-MAP-003",
+    k.BPF_MAP_TYPE_DEVMAP_HASH: "KFUNC-MAP-003",
+    k.BPF_MAP_TYPE_CPUMAP: "KFUNC-MAP-004",
+}
 
 
 def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
@@ -138,8 +145,11 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     * a call's return code is the body's that ran (KFUNC-API-003 or KFUNC-CALL-001: the
       wrong targets are caught under exactly that rule); the outputs of a failed call are
       the unwritten ones (KFUNC-API-005);
+    * an insertion a program map accepted was decided by that map's checks as well as by
+      map compatibility (KFUNC-MAP-002 .. KFUNC-MAP-004 beside KFUNC-MAP-001);
     * an event naming a load that failed finds no program: nothing of it was left
-      (KFUNC-LOAD-007).
+      (KFUNC-LOAD-007). Whether the load failed is read from its answer: a successful map
+      update leaves no trace either.
     """
     traces: list[Trace] = []
     observed = _run(scenario, traces)
@@ -151,13 +161,17 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         i = int(index)
         ev, out = scenario.events[i], observed["events"][i]
         op, applied_rules = ev["op"], traces[i].rules()
-        if op != "prog_load" and not applied_rules:  # the named load failed
-            return ("KFUNC-LOAD-007", *traces[int(ev["prog"])].rules()[-1:])
+        if op != "prog_load" and not _loaded(scenario, observed, int(ev["prog"]), i):
+            # the named load failed (or names no load): nothing of it was left
+            j = int(ev["prog"])
+            return ("KFUNC-LOAD-007", *(traces[j].rules()[-1:] if j < len(traces) else ()))
         if op == "call":
             if field.lstrip(".") != "rc" and out["rc"] != 0:
                 return ("KFUNC-API-005", *applied_rules[-1:])
             return tuple(applied_rules[-1:])
         decided = tuple(applied_rules[-1:]) if out["rc"] != 0 else _SUCCESS_RULES.get(op, ())
+        if op == "map_update" and out["rc"] == 0 and int(ev["map_type"]) in _MAP_RULES:
+            decided = (*decided, _MAP_RULES[int(ev["map_type"])])
         if "KFUNC-LOAD-002" in applied_rules:
             decided = (*decided, "KFUNC-LOAD-002")
         if op == "attach" and "KFUNC-ATTACH-003" in applied_rules and (
@@ -166,6 +180,14 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         return decided
 
     return rules
+
+
+def _loaded(scenario: Scenario, observed: Mapping[str, Any], j: int, i: int) -> bool:
+    """Event ``j`` is a load before event ``i`` that succeeded (so ``i``'s ``prog`` names
+    a program; a successful map update or an attach to an unknown device leaves no trace
+    either)."""
+    return (j < i and scenario.events[j]["op"] == "prog_load"
+            and observed["events"][j]["rc"] == 0)
 
 
 def _narrated(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
@@ -573,3 +595,88 @@ FAMILIES: dict[str, Callable[[], st.SearchStrategy[Scenario]]] = {
 def family_scenarios(name: str) -> st.SearchStrategy[Scenario]:
     """The family ``name`` of :data:`FAMILIES`."""
     return FAMILIES[name]()
+
+
+# --- fixed cases ----------------------------------------------------------------------------
+
+#: The rules :func:`fixed_scenarios` aims at (the test spells them out again for
+#: ``rx-oracle spec`` and checks the two agree).
+FIXED_RULES = ("KFUNC-ATTACH-001", "KFUNC-ATTACH-003", "KFUNC-ATTACH-004", "KFUNC-MAP-002")
+
+
+def _fixed_load(prog_type: int = k.BPF_PROG_TYPE_XDP, prog_flags: int = 0,
+                prog_ifindex: int = 0) -> dict[str, Any]:
+    return {"op": "prog_load", "prog_type": prog_type, "expected_attach_type": 0,
+            "prog_flags": prog_flags, "prog_ifindex": prog_ifindex, "calls": []}
+
+
+def _fixed_attach(prog: int, ifindex: int, flags: int) -> dict[str, Any]:
+    return {"op": "attach", "ifindex": ifindex, "prog": prog, "flags": flags}
+
+
+def _fixed_device(ifindex: int, offdev: str | None = None) -> dict[str, Any]:
+    return {"ifindex": ifindex, "name": f"eth{ifindex}", "ops": {}, "ndo_bpf": True,
+            "offdev": offdev}
+
+
+def fixed_scenarios() -> list[tuple[str, Scenario]]:
+    """Roads the random draws miss, each once (the full mutation run's survivors):
+
+    * KFUNC-MAP-002: a ``BPF_PROG_TYPE_EXT`` (28) program offered to a PROG_ARRAY is
+      refused whatever its binding, and its neighbours STRUCT_OPS (27) and LSM (29) are
+      not (the draws load XDP, SCHED_CLS and KPROBE programs only);
+    * KFUNC-ATTACH-003: a bound-only program matches its own device only, also where the
+      v6.17-rc3 comparison would match (two devices whose entries both have no offload
+      device; a sibling port of an offload NIC), while an offloaded program matches the
+      sibling port;
+    * KFUNC-ATTACH-001: an offloaded program fetched for generic mode is refused before
+      the checks that would answer -EEXIST (a native program beside it) or -EBUSY
+      (UPDATE_IF_NOEXIST over a generic one);
+    * KFUNC-ATTACH-004: generic beside native is -EEXIST in both orders, and generic
+      beside a HW-mode program is allowed (the other mode of generic is native, not HW).
+    """
+    xdp = k.BPF_PROG_TYPE_XDP
+    only = k.BPF_F_XDP_DEV_BOUND_ONLY
+    skb, drv, hw = k.XDP_FLAGS_SKB_MODE, k.XDP_FLAGS_DRV_MODE, k.XDP_FLAGS_HW_MODE
+    prog_types = (27, k.BPF_PROG_TYPE_EXT, 29, xdp)
+    return [
+        ("prog array and BPF_PROG_TYPE_EXT", Scenario(
+            component="kfunc", config={"devices": []},
+            events=(*(_fixed_load(t) for t in prog_types),
+                    *({"op": "map_update", "map_type": k.BPF_MAP_TYPE_PROG_ARRAY, "prog": i}
+                      for i in range(len(prog_types)))),
+            rules=("KFUNC-MAP-002",))),
+        ("bound-only program on another device", Scenario(
+            component="kfunc",
+            config={"devices": [_fixed_device(2), _fixed_device(3),
+                                _fixed_device(4, "nfp0"), _fixed_device(5, "nfp0")]},
+            events=(_fixed_load(xdp, only, 2), _fixed_load(xdp, only, 3),
+                    _fixed_load(xdp, only, 4), _fixed_load(xdp, 0, 4),
+                    # both bind targets' entries have no offload device: -EINVAL
+                    _fixed_attach(0, 3, drv),
+                    # a sibling port of the offload NIC, native and HW: -EINVAL
+                    _fixed_attach(2, 5, drv), _fixed_attach(2, 5, hw),
+                    # the offloaded program matches the sibling port; each bound-only
+                    # program its own device
+                    _fixed_attach(3, 5, hw), _fixed_attach(0, 2, drv),
+                    _fixed_attach(1, 3, drv)),
+            rules=("KFUNC-ATTACH-003", "KFUNC-ATTACH-004"))),
+        ("offloaded program in generic mode", Scenario(
+            component="kfunc",
+            config={"devices": [_fixed_device(3), _fixed_device(4, "nfp0")]},
+            events=(_fixed_load(xdp, 0, 4), _fixed_load(), _fixed_load(),
+                    _fixed_attach(1, 4, drv), _fixed_attach(0, 4, skb),
+                    _fixed_attach(2, 3, skb),
+                    _fixed_attach(0, 3, skb | k.XDP_FLAGS_UPDATE_IF_NOEXIST)),
+            rules=("KFUNC-ATTACH-001",))),
+        ("generic beside native and HW", Scenario(
+            component="kfunc",
+            config={"devices": [_fixed_device(2), _fixed_device(3),
+                                _fixed_device(4, "nfp0")]},
+            events=(_fixed_load(), _fixed_load(), _fixed_load(xdp, 0, 4),
+                    _fixed_attach(0, 2, drv), _fixed_attach(1, 2, skb),
+                    _fixed_attach(0, 3, skb), _fixed_attach(1, 3, drv),
+                    _fixed_attach(2, 4, hw), _fixed_attach(0, 4, skb),
+                    _fixed_attach(1, 4, drv)),
+            rules=("KFUNC-ATTACH-004",))),
+    ]

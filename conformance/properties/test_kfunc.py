@@ -48,3 +48,22 @@ def test_kfunc_every_binding_and_mode(rx_target: TargetSession, scenario: Scenar
 def test_kfunc_every_program_map(rx_target: TargetSession, scenario: Scenario) -> None:
     """Programs of each attach type and binding into every program map."""
     check(rx_target, scenario, COMPONENT)
+
+
+#: The rules :func:`kfunc.fixed_scenarios` aims at, spelled out for ``rx-oracle spec``.
+FIXED_RULES = ("KFUNC-ATTACH-001", "KFUNC-ATTACH-003", "KFUNC-ATTACH-004", "KFUNC-MAP-002")
+if FIXED_RULES != kfunc.FIXED_RULES:
+    raise RuntimeError("FIXED_RULES differs from kfunc.FIXED_RULES")
+
+
+@pytest.mark.rule(*FIXED_RULES)
+@pytest.mark.parametrize("scenario", [s for _, s in kfunc.fixed_scenarios()],
+                         ids=[name for name, _ in kfunc.fixed_scenarios()])
+def test_kfunc_fixed_edges(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Each road the draws miss, once: a BPF_PROG_TYPE_EXT program (and its neighbours
+    27, 29) into a PROG_ARRAY; a bound-only program offered to a device that the v6.17-rc3
+    comparison would match (both entries without an offload device, a sibling port) and
+    an offloaded one to its sibling port; an offloaded program in generic mode where the
+    later checks would answer -EEXIST or -EBUSY; generic beside native in both orders and
+    beside HW."""
+    check(rx_target, scenario, COMPONENT)
