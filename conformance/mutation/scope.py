@@ -14,6 +14,8 @@ sets too small (``conformance/MUTANTS.md``): a kfuncs.py mutant only rss could s
 hash-type enum) and a packet.py one only mlx5 could (IPv6 header offsets); both sets
 grew.  A later sample found one more: ``XDP_RSS_L4_IPSEC``'s value is reported only by
 mlx5 (MLX5-KF-002 maps the CQE's IPSEC L4 type to it), so mlx5 checks kfuncs.py too.
+The full run's kfuncs.py triage found cpumap missing: its entry program goes through
+``map_update_prog``'s CPUMAP branch (KFUNC-MAP-004), so cpumap checks kfuncs.py too.
 
 | reference module | components | why |
 |---|---|---|
@@ -27,7 +29,7 @@ mlx5 (MLX5-KF-002 maps the CQE's IPSEC L4 type to it), so mlx5 checks kfuncs.py 
 | ``rss.py`` | rss, mlx5 | mlx5 hashes with it |
 | ``packet.py`` | rss, fec, mlx5 | the frame walk; the drivers' checksum and CQE paths |
 | ``checksum.py`` | fec, mlx5 | both drivers' checksum offload |
-| ``kfuncs.py`` | kfunc, xdp, veth, rss, mlx5 | dispatch, driver ops, hash types (rss; IPSEC mlx5) |
+| ``kfuncs.py`` | kfunc, cpumap, xdp, veth, rss, mlx5 | dispatch, driver ops, hash types (rss; IPSEC mlx5); the cpumap entry program's insertion |
 | ``xdp/frame.py``, ``xdp/mem.py`` | xdp, cpumap | frame conversion and memory return feed cpumap |
 | ``xdp/buff.py`` | xdp, veth, mlx5 | mlx5 reuses its buffer per RQ: a stale field shows there |
 | ``xdp/*`` (the rest) | xdp, veth | the generic buffer path and veth's |
@@ -67,7 +69,7 @@ TABLE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reference/rss.py", ("rss", "mlx5")),
     ("reference/packet.py", ("rss", "fec", "mlx5")),
     ("reference/checksum.py", ("fec", "mlx5")),
-    ("reference/kfuncs.py", ("kfunc", "xdp", "veth", "rss", "mlx5")),
+    ("reference/kfuncs.py", ("kfunc", "cpumap", "xdp", "veth", "rss", "mlx5")),
     ("reference/kernel.py", ("fec", "tun", "kfunc", "xdp", "page_pool", "cpumap", "zcrx",
                              "mlx5")),
     ("reference/xdp/frame.py", ("xdp", "cpumap")),
