@@ -296,8 +296,10 @@ static int prog_load(struct world *w, const cJSON *ev, struct prog *p, int64_t *
 
 /* --- netlink XDP attach (KFUNC-ATTACH-*) ---------------------------------------------- */
 
-/* bpf_offload_dev_match(): the bound device itself, or both devices in the offload table
- * with the same offload device (two plain bind targets both have none, so they match). */
+/* bpf_offload_dev_match() (KFUNC-ATTACH-003): the bound device itself; an offloaded
+ * program also matches a device whose offload table entry names the same offload device.
+ * A bound-only program matches its own device only (the test 6.12.117 and 7.3.4 add before
+ * the comparison; without it two plain bind targets, both with no offload device, match). */
 static int offload_dev_match(const struct prog *p, const struct device *dev)
 {
     const char *a, *b;
@@ -306,11 +308,13 @@ static int offload_dev_match(const struct prog *p, const struct device *dev)
         return 0;
     if (p->netdev == dev)
         return 1;
+    if (!p->offloaded)
+        return 0;
     if (!p->netdev->offload_entry || !dev->offload_entry)
         return 0;
     a = p->netdev->offdev;
     b = dev->offdev;
-    return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+    return a != NULL && b != NULL && strcmp(a, b) == 0;
 }
 
 static int attach(struct world *w, const cJSON *ev, int prog_idx, int64_t *rc, char *err)
