@@ -7,7 +7,9 @@ config:  ``params``: ``{"flags": int, "pool_size": int, "max_len": int, "offset"
          the owning NAPI runs on; absent: no NAPI), ``cpuid``
          (``page_pool_create_percpu``'s CPU, as the per-CPU system pools have; absent:
          -1, ``page_pool_create``), ``arch`` (``"x86_64"``, the default, or ``"arm64"``:
-         the DMA cache alignment fragments are rounded to, PP-FRAG-002).
+         the DMA cache alignment fragments are rounded to, PP-FRAG-002).  Every CPU is
+         on NUMA node 0 (``numa_mem_id()``), so a ``NUMA_NO_NODE`` pool (``nid`` -1)
+         allocates and refills on node 0 (PP-NUMA-001, PP-NUMA-005).
 events:  ``{"op": "alloc"}``, ``{"op": "put", "alloc": EVENT_INDEX, "sync": int (-1 full,
          0 none, or a length), "direct": bool, "cpu": int (default 0), "softirq": bool
          (default true)}``, ``{"op": "get_page", "alloc": EVENT_INDEX}`` (someone else
