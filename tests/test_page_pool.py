@@ -1232,6 +1232,7 @@ def test_page_pool_fixed_scenario_markers_match_the_component() -> None:
     assert set(props.CREATION_RULES) == {r for r, _ in component.CREATION_CASES} | {
         "PP-INIT-009"}
     assert set(props.LIFECYCLE_RULES) == set(component.LIFECYCLE_RULES)
+    assert props.FIXED_RULES == component.FIXED_RULES
 
 
 @pytest.mark.rule("PP-INIT-009", "PP-INIT-007")

@@ -747,7 +747,8 @@ def family_scenarios() -> list[tuple[str, Scenario]]:
     descriptors (FEC-DEV-007), XDP_TX sent with every TX status (FEC-DEV-008), the ring
     as open left it (FEC-RX-001), XDP_REDIRECT with and without a target (FEC-XDP-006),
     budget-0 polls while XDP_TX frames are out (FEC-TX-006), a restart mid-run
-    (FEC-RX-013), type/length fields at the 0x0600 boundary (FEC-RX-010)."""
+    (FEC-RX-013), type/length fields at the 0x0600 boundary (FEC-RX-010), XDP_TX pages
+    coming back to a pool whose cache and ring are full (FEC-TX-005, FEC-TX-007)."""
     from scapy.layers.l2 import Ether
 
     base = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02", type=0x88B5))
@@ -829,6 +830,18 @@ def family_scenarios() -> list[tuple[str, Scenario]]:
     for frame_mode in (False, True):
         add(f"xdp-tx-ring-full-frame-{frame_mode}", ("FEC-TX-002", "FEC-XDP-008"),
             {"xdp_tx_frame": frame_mode, "tx_ring_size": 20}, tx_frames, program=xdp_tx)
+    # FEC-TX-005, FEC-TX-007: 200 XDP_TX pages out at once on an 8-slot RX ring (so an
+    # 8-slot ptr_ring), then all completed in one poll (direct: cached until the cache
+    # holds 128, 8 to the ring after that, the rest released with both full) or left to
+    # close (not direct: 8 to the ring, the rest released): the fates page_pool's full
+    # cache and full ring give (PP-RECYCLE-005, PP-RECYCLE-006).
+    many = [base + bytes(60)] * 200
+    arrive = [e for i in range(0, 200, 8)
+              for e in ({"op": "rx", "frames": list(range(i, i + 8))}, {"op": "napi"})]
+    for end in ("tx_done", "close"):
+        add(f"xdp-tx-pool-full-{end}", ("FEC-TX-005", "FEC-TX-007"), {"tx_ring_size": 512},
+            many, [*arrive, *([{"op": "tx_done", "status": 0}, {"op": "napi"}]
+                              if end == "tx_done" else [{"op": "close"}])], xdp_tx)
     # FEC-DEV-001: more frames than RX descriptors; FEC-RX-002: polls that stop at the
     # budget (1, then 0) with written descriptors left.
     add("rx-ring-full", ("FEC-DEV-001",), {"rx_ring_size": 2}, tx_frames,

@@ -7,7 +7,9 @@ config:  ``params``: ``{"flags": int, "pool_size": int, "max_len": int, "offset"
          the owning NAPI runs on; absent: no NAPI), ``cpuid``
          (``page_pool_create_percpu``'s CPU, as the per-CPU system pools have; absent:
          -1, ``page_pool_create``), ``arch`` (``"x86_64"``, the default, or ``"arm64"``:
-         the DMA cache alignment fragments are rounded to, PP-FRAG-002).
+         the DMA cache alignment fragments are rounded to, PP-FRAG-002).  Every CPU is
+         on NUMA node 0 (``numa_mem_id()``), so a ``NUMA_NO_NODE`` pool (``nid`` -1)
+         allocates and refills on node 0 (PP-NUMA-001, PP-NUMA-005).
 events:  ``{"op": "alloc"}``, ``{"op": "put", "alloc": EVENT_INDEX, "sync": int (-1 full,
          0 none, or a length), "direct": bool, "cpu": int (default 0), "softirq": bool
          (default true)}``, ``{"op": "get_page", "alloc": EVENT_INDEX}`` (someone else
@@ -113,10 +115,14 @@ def _create(scenario: Scenario, trace: Trace | None = None) -> pp.CreateResult:
         napi=napi,
         dev=pp.DmaDevice(),
     )
-    # PP-INIT-006, PP-INIT-009: page_pool_create is page_pool_create_percpu with cpuid -1.
+    # PP-INIT-006, PP-INIT-009: without a cpuid the driver calls page_pool_create (which is
+    # page_pool_create_percpu with cpuid -1), as most drivers do.
     allocator = pp.PageAllocator(_ARCHES[str(cfg.get("arch", "x86_64"))])
-    return pp.page_pool_create_percpu(params, int(cfg.get("cpuid", -1)), allocator=allocator,
-                                      kernel=resolve_kernel(scenario.kernel), trace=trace)
+    kernel = resolve_kernel(scenario.kernel)
+    if cfg.get("cpuid") is None:
+        return pp.page_pool_create(params, allocator=allocator, kernel=kernel, trace=trace)
+    return pp.page_pool_create_percpu(params, int(cfg["cpuid"]), allocator=allocator,
+                                      kernel=kernel, trace=trace)
 
 
 def _create_rules(scenario: Scenario) -> tuple[str, ...]:
@@ -667,6 +673,7 @@ _FRAG_SIZES = (1, 64, 256, 1024, 1500, 2047, 2048, 2049, 4095, 4096, 4097)
 #: that decides each on the default kernel (7.3.4).  No PP_FLAG_ALLOW_UNREADABLE_NETMEM:
 #: without a net_device and memory provider the kernel would dereference NULL.
 _DMA_BOTH = pp.PP_FLAG_DMA_MAP | pp.PP_FLAG_DMA_SYNC_DEV
+U32_MAX = 0xFFFF_FFFF
 CREATION_CASES: tuple[tuple[str, dict[str, int]], ...] = (
     ("PP-INIT-001", {"flags": _DMA_BOTH | 1 << 4}), ("PP-INIT-001", {"flags": 1 << 31}),
     ("PP-INIT-001", {"flags": _DMA_BOTH | pp.PP_FLAG_SYSTEM_POOL}),
@@ -942,3 +949,80 @@ LIFECYCLE_RULES = tuple(dict.fromkeys(rule for rule, _, _ in LIFECYCLE))
 def lifecycle_scenarios() -> list[Scenario]:
     return [Scenario(component="page_pool", config=config, events=events, rules=(rule,))
             for rule, config, events in LIFECYCLE]
+
+
+def _churn() -> tuple[dict[str, Any], ...]:
+    """Refills of several sizes, each all put back to the ring from process context, so
+    that the ring's consumer stops short of a batch, reaches the end of the slot array
+    and wraps (PP-RING-001, PP-RING-002)."""
+    return tuple({"op": "cycle", "count": n, "softirq": False} for n in (64, 20, 40, 100, 7, 70))
+
+
+#: The roads the random draws miss, each once (the full mutation run's page_pool
+#: survivors): (name, rules, config, events).  The rules are those a differing field is
+#: blamed on: a ring of the wrong size shows as ``rx_pp_recycle_ring_full``, which the
+#: attribution blames on the puts that moved it (PP-RECYCLE-006), not on PP-INIT-002 or
+#: PP-RING-001/002, which decided how many fit.
+FIXED: tuple[tuple[str, tuple[str, ...], dict[str, Any], tuple[dict[str, Any], ...]], ...] = (
+    # PP-INIT-002: pool_size 0 means a ring of 1024, so the 1025th page back is ring_full
+    ("default ring size", ("PP-RECYCLE-006",), {},
+     ({"op": "cycle", "count": 1025, "softirq": False},)),
+    # PP-RING-002: batch 16 only when 16 <= size / 2 (32 and 33 are its edge, 40 is not a
+    # multiple of the batch, so the consumer reaches the array's end mid-batch); a ring of
+    # one slot still holds one page
+    *((f"ring of {n} slots", ("PP-RECYCLE-006", "PP-ALLOC-003"),
+       {"params": {"pool_size": n}}, _churn()) for n in (1, 32, 33, 40)),
+    # PP-RECYCLE-009: XDP_BULK_QUEUE_SIZE entries is a full bulk, not one too many
+    ("bulk of 16", ("PP-RECYCLE-009",), {},
+     (*({"op": "alloc"} for _ in range(16)), {"op": "put_bulk", "allocs": list(range(16))})),
+    # PP-NUMA-001/005: a NUMA_NO_NODE pool prefers the allocating CPU's node (0), on a
+    # page of node 0 as well as against one of node 1
+    ("NUMA_NO_NODE pool", ("PP-NUMA-001", "PP-NUMA-002", "PP-NUMA-005", "PP-ALLOC-003"),
+     {"params": {"nid": -1}},
+     ({"op": "force_nid", "nid": 0}, {"op": "cycle", "count": 64, "softirq": False},
+      {"op": "alloc"}, {"op": "force_nid", "nid": 1},
+      {"op": "cycle", "count": 130, "softirq": False}, {"op": "alloc"})),
+    # PP-NUMA-005: a pool on node 1 allocates there, so its ring pages refill, not waive
+    ("pool on node 1", ("PP-NUMA-001", "PP-ALLOC-003"), {"params": {"nid": 1}},
+     ({"op": "cycle", "count": 64, "softirq": False}, {"op": "alloc"})),
+    # PP-ALLOC-006: a compound page of a NUMA_NO_NODE pool comes from the local node
+    ("high order on the local node", ("PP-ALLOC-006", "PP-NUMA-001", "PP-ALLOC-003"),
+     {"params": {"nid": -1, "order": 1}},
+     ({"op": "alloc"}, {**_PUT, "alloc": 0, "softirq": False}, {"op": "alloc"})),
+    # PP-RECYCLE-002 for page_pool_put_unrefed_page: the NAPI's own CPU recycles directly
+    ("put_unrefed from the NAPI's CPU", ("PP-RECYCLE-002", "PP-RECYCLE-004", "PP-RECYCLE-011"),
+     {"napi_cpu": 0},
+     ({"op": "alloc"}, {"op": "fragment_page", "alloc": 0, "nr": 1},
+      {"op": "unref_page", "alloc": 0, "nr": 1},
+      {"op": "put_unrefed", "alloc": 0, "sync": -1, "direct": False, "cpu": 0})),
+    # PP-DMA-001: a -1 length is u32 0xFFFFFFFF, all of a max_len at the u32 top, through
+    # each full-length road (put_full_page, recycle_direct, the bulk, a drained frag page)
+    ("full-length syncs at max_len 0xFFFFFFFF", ("PP-DMA-001", "PP-RECYCLE-009", "PP-FRAG-005"),
+     {"params": {"max_len": U32_MAX, "flags": _DMA_BOTH}},
+     ({"op": "alloc"}, {**_PUT, "alloc": 0, "softirq": False}, {"op": "alloc"},
+      {**_PUT, "alloc": 2, "direct": True}, {"op": "alloc"}, {"op": "alloc"},
+      {"op": "put_bulk", "allocs": [4, 5], "softirq": False},
+      {"op": "alloc_frag", "size": 2048}, {"op": "alloc_frag", "size": 2048},
+      {**_PUT, "alloc": 7}, {**_PUT, "alloc": 8}, {"op": "alloc_frag", "size": 2048})),
+    # PP-DESTROY-008: the last destroy detaches the NAPI, so a later put from its CPU is not
+    # direct: the page goes to the ring and the release retry scrubs it
+    ("put after destroy from the NAPI's CPU", ("PP-DESTROY-008", "PP-RECYCLE-006"),
+     {"napi_cpu": 0},
+     ({"op": "alloc"}, {"op": "alloc"}, {"op": "destroy"}, {**_PUT, "alloc": 0, "cpu": 0},
+      {"op": "release_retry"})),
+    # PP-NUMA-003/004 on a pool waiting for its pages: still callable, nothing to flush
+    ("node change on a detached pool", ("PP-NUMA-003", "PP-NUMA-004"), {},
+     ({"op": "alloc"}, {"op": "destroy"}, {"op": "update_nid", "nid": 1},
+      {"op": "nid_changed", "nid": 0}, {**_PUT, "alloc": 0}, {"op": "release_retry"})),
+    # PP-DESTROY-008: attaching a NAPI to a pool that has none does not WARN (v6.17+)
+    ("enable_direct_recycling on a pool without NAPI", ("PP-DESTROY-008",), {},
+     ({"op": "enable_direct_recycling", "napi": 0}, {"op": "alloc"}, {**_PUT, "alloc": 1})),
+)
+
+#: The rules of :data:`FIXED`, in order, for the property's marker.
+FIXED_RULES = tuple(dict.fromkeys(rule for _, rules, _, _ in FIXED for rule in rules))
+
+
+def fixed_scenarios() -> list[tuple[str, Scenario]]:
+    return [(name, Scenario(component="page_pool", config=config, events=events, rules=rules))
+            for name, rules, config, events in FIXED]

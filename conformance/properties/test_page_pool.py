@@ -73,3 +73,25 @@ def test_page_pool_each_lifecycle_road(rx_target: TargetSession, scenario: Scena
     nid_changed, a system pool, ring pages scrubbed, a page split into
     one pp reference (the edge of ``page_pool_fragment_page``) and into two, unref'd to 0."""
     check(rx_target, scenario, COMPONENT)
+
+
+#: The rules :func:`page_pool.fixed_scenarios` are blamed on, spelled out for
+#: ``rx-oracle spec``; tests/test_page_pool.py keeps the two equal.
+FIXED_RULES = ("PP-RECYCLE-006", "PP-ALLOC-003", "PP-RECYCLE-009", "PP-NUMA-001",
+               "PP-NUMA-002", "PP-NUMA-005", "PP-ALLOC-006", "PP-RECYCLE-002", "PP-RECYCLE-004",
+               "PP-RECYCLE-011", "PP-DMA-001", "PP-FRAG-005", "PP-DESTROY-008", "PP-NUMA-003",
+               "PP-NUMA-004")
+
+
+@pytest.mark.rule(*FIXED_RULES)
+@pytest.mark.parametrize("scenario", [s for _, s in page_pool.fixed_scenarios()],
+                         ids=[name for name, _ in page_pool.fixed_scenarios()])
+def test_page_pool_fixed_edges(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Each road the draws miss, once: the default ring of 1024 filled to one past it;
+    rings of 1, 32, 33 and 40 slots churned (the consumer batch's edge, an array end met
+    mid-batch); a bulk of exactly 16; a NUMA_NO_NODE pool (order 0 and 1) refilling on the
+    local node against pages of node 0 and 1; a pool on node 1; a page_pool_put_unrefed_page
+    from the NAPI's CPU; full-length syncs (each -1 road) with max_len at the u32 top; a put
+    from the NAPI's CPU after the last destroy; a node change on a detached pool;
+    page_pool_enable_direct_recycling on a pool without NAPI (v6.17+)."""
+    check(rx_target, scenario, COMPONENT)

@@ -869,7 +869,9 @@ def page_pool_create(
     allocator: PageAllocator | None = None,
     system_recycle_stats: PagePoolRecycleStats | None = None,
     kernel: KernelVersion = DEFAULT_KERNEL,
+    trace: Trace | None = None,
 ) -> CreateResult:
     """``page_pool_create``: ``page_pool_create_percpu`` with cpuid -1 (PP-INIT-009)."""
     return page_pool_create_percpu(params, -1, allocator=allocator,
-                                   system_recycle_stats=system_recycle_stats, kernel=kernel)
+                                   system_recycle_stats=system_recycle_stats, kernel=kernel,
+                                   trace=trace)
