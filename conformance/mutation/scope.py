@@ -15,7 +15,9 @@ hash-type enum) and a packet.py one only mlx5 could (IPv6 header offsets); both 
 grew.  A later sample found one more: ``XDP_RSS_L4_IPSEC``'s value is reported only by
 mlx5 (MLX5-KF-002 maps the CQE's IPSEC L4 type to it), so mlx5 checks kfuncs.py too.
 The full run's kfuncs.py triage found cpumap missing: its entry program goes through
-``map_update_prog``'s CPUMAP branch (KFUNC-MAP-004), so cpumap checks kfuncs.py too.
+``map_update_prog``'s CPUMAP branch (KFUNC-MAP-004), so cpumap checks kfuncs.py too; its
+page_pool triage found fec missing there (its descriptors carry the pool's ``dma_addr`` and
+its TX fates are the pool's put outcomes, FEC-TX-007): 13 page_pool survivors fec kills.
 
 | reference module | components | why |
 |---|---|---|
@@ -33,7 +35,7 @@ The full run's kfuncs.py triage found cpumap missing: its entry program goes thr
 | ``xdp/frame.py``, ``xdp/mem.py`` | xdp, cpumap | frame conversion and memory return feed cpumap |
 | ``xdp/buff.py`` | xdp, veth, mlx5 | mlx5 reuses its buffer per RQ: a stale field shows there |
 | ``xdp/*`` (the rest) | xdp, veth | the generic buffer path and veth's |
-| ``page_pool/*`` | page_pool, cpumap | cpumap recycles pages through the pool |
+| ``page_pool/*`` | page_pool, cpumap, fec | cpumap recycles pages through the pool; fec reports the pool's DMA addresses and put outcomes |
 | ``kernel.py`` | fec, tun, kfunc, xdp, page_pool, cpumap, zcrx, mlx5 | their version gates |
 
 A mutant of ``kernel.py`` (the version gates) is judged at the kernel versions where the
@@ -76,7 +78,7 @@ TABLE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reference/xdp/mem.py", ("xdp", "cpumap")),
     ("reference/xdp/buff.py", ("xdp", "veth", "mlx5")),
     ("reference/xdp/*", ("xdp", "veth")),
-    ("reference/page_pool/*", ("page_pool", "cpumap")),
+    ("reference/page_pool/*", ("page_pool", "cpumap", "fec")),
 )
 
 
