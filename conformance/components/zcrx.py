@@ -49,7 +49,7 @@ from conformance.readable import config_text, rc_text
 from conformance.scenario import Scenario
 from reference import packet
 from reference.errors import InvalidConfig
-from reference.kernel import gate
+from reference.kernel import KernelVersion, gate
 from reference.trace import Trace
 from reference.zcrx import (
     IORING_ZCRX_AREA_SHIFT,
@@ -67,7 +67,7 @@ from reference.zcrx import (
     mss_stream,
 )
 from reference.zcrx.recv import LIMIT_REACHED
-from reference.zcrx.register import UNMERGED_KNOBS, VETH, errno_name
+from reference.zcrx.register import SZ_1G, UNMERGED_KNOBS, VETH, errno_name
 from reference.zcrx.scenario import MIB, counts_of, run_stream, stream_counts
 from reference.zcrx.uapi import (
     IORING_SETUP_CLAMP,
@@ -75,6 +75,7 @@ from reference.zcrx.uapi import (
     IORING_SETUP_CQE_MIXED,
     IORING_SETUP_DEFER_TASKRUN,
     IORING_ZCRX_AREA_DMABUF,
+    ZCRX_REG_IMPORT,
     ZCRX_REG_NODEV,
 )
 
@@ -775,6 +776,180 @@ def event_desc_scenarios() -> list[tuple[str, Scenario]]:
                                          rules=EVENT_DESC_RULES))
             for name, patch in patches[:2]]
     return out
+
+#: The rules :func:`registration_edge_scenarios` aims at (the test spells them out again
+#: for ``rx-oracle spec`` and checks the two agree).
+REGISTRATION_EDGE_RULES = ("ZCRX-AREA-002", "ZCRX-AREA-003", "ZCRX-BUFLEN-003",
+                           "ZCRX-BUFLEN-005", "ZCRX-QUEUE-001", "ZCRX-QUEUE-002",
+                           "ZCRX-REG-004", "ZCRX-REG-006", "ZCRX-REG-008", "ZCRX-REG-009",
+                           "ZCRX-REG-011")
+
+#: The top of the 64-bit address space (the ZCRX-AREA-002 overflow cases).
+_TOP = 1 << 64
+
+
+def registration_edge_scenarios() -> list[tuple[str, Scenario]]:
+    """Registrations on each side of a boundary the draws pass over (the zcrx.py mutants of
+    the d97b28c full run): the area's 1 GiB limit and the end of the address space with
+    ``PAGE_ALIGN`` (ZCRX-AREA-002: an unaligned length rounds up a page, an end exactly at
+    2^64 - 1 does not overflow but is unaligned, ZCRX-AREA-003, by one byte of ``addr`` or
+    ``len``); a region of exactly ``INT_MAX`` pages and one more (ZCRX-REG-009, -E2BIG),
+    one exactly as large as the ring needs, whose ``user_addr`` without the user flag is
+    then -EFAULT (ZCRX-REG-008 passes at equality); 32768 entries without
+    IORING_SETUP_CLAMP (allowed) and 40000 with a region large enough for their rounding
+    (refused by ZCRX-REG-006 itself, not by the region size); the last queue of four and
+    the first beyond (ZCRX-QUEUE-001); the protocol's default device (no
+    QCFG_RX_PAGE_SIZE opt-in, ZCRX-BUFLEN-005); segments one power of two too small for
+    the buffers, and a 1-byte segment (ZCRX-BUFLEN-003); a driver default page size of 0
+    (-ERANGE) and 1 (a power of two, ZCRX-QUEUE-002); ``ZCRX_REG_IMPORT`` before the
+    registration flags existed (ZCRX-REG-004, -EINVAL; later the model leaves importing
+    out).  The same cases on veth where the refusal comes before the device."""
+    base: dict[str, Any] = {"reg": {"rq_entries": 64, "rx_buf_len": 0},
+                            "area": {"len": 64 * 1024}, "region": {"size": 4096},
+                            "netdev": {"qcfg_rx_page_size": False}}
+    user_region = {"size": 8256, "user_addr": USER_REGION_ADDR}
+    patches: tuple[tuple[str, str, dict[str, Any]], ...] = (
+        ("area of 1 GiB", "ZCRX-AREA-002", {"area": {"len": SZ_1G}}),
+        ("area of 1 GiB and a page", "ZCRX-AREA-002", {"area": {"len": SZ_1G + 4096}}),
+        ("area ends a page below 2^64", "ZCRX-AREA-002",
+         {"area": {"addr": _TOP - 8192, "len": 4096}}),
+        ("unaligned len rounds up past 2^64", "ZCRX-AREA-002",
+         {"area": {"addr": _TOP - 8192, "len": 4097}}),
+        ("three pages past 2^64", "ZCRX-AREA-002",
+         {"area": {"addr": _TOP - 8192, "len": 12288}}),
+        ("area ends at 2^64 - 1", "ZCRX-AREA-003",
+         {"area": {"addr": _TOP - 1 - 4096, "len": 4096}}),
+        ("addr one byte off", "ZCRX-AREA-003", {"area": {"addr": DEFAULT_AREA_ADDR + 1}}),
+        ("len one byte over", "ZCRX-AREA-003", {"area": {"len": 64 * 1024 + 1}}),
+        ("region of INT_MAX pages", "ZCRX-REG-009", {"region": {"size": (1 << 43) - 4096}}),
+        ("region of 2^31 pages", "ZCRX-REG-009", {"region": {"size": 1 << 43}}),
+        ("region exactly the ring's", "ZCRX-REG-008",
+         {"reg": {"rq_entries": 512}, "region": user_region}),
+        ("32768 entries without CLAMP", "ZCRX-REG-006",
+         {"reg": {"rq_entries": 32768}, "region": {"size": 528384}}),
+        ("40000 entries without CLAMP, region for 65536", "ZCRX-REG-006",
+         {"reg": {"rq_entries": 40000}, "region": {"size": 1052672}}),
+        ("last queue", "ZCRX-QUEUE-001", {"reg": {"if_rxq": 3}}),
+        ("one queue beyond", "ZCRX-QUEUE-001", {"reg": {"if_rxq": 4}}),
+        ("default device", "ZCRX-BUFLEN-005", {"reg": {"rx_buf_len": 16384}, "netdev": {}}),
+        ("segments half a buffer", "ZCRX-BUFLEN-003",
+         {"reg": {"rx_buf_len": 8192}, "memory": {"chunks": [4096] * 16},
+          "netdev": {"qcfg_rx_page_size": True}}),
+        ("a 1-byte segment", "ZCRX-BUFLEN-003", {"memory": {"chunks": [1, 65535]}}),
+        ("driver default page size 0", "ZCRX-QUEUE-002",
+         {"netdev": {"qcfg_rx_page_size": True, "default_rx_page_size": 0}}),
+        ("driver default page size 1", "ZCRX-QUEUE-002",
+         {"netdev": {"qcfg_rx_page_size": True, "default_rx_page_size": 1}}),
+        ("ZCRX_REG_IMPORT before the flags", "ZCRX-REG-004",
+         {"reg": {"flags": ZCRX_REG_IMPORT}}),
+    )
+    out = []
+    for name, rule, patch in patches:
+        config = _merge(base, patch)
+        if name == "default device":
+            config["netdev"] = {}
+        out.append((name, Scenario(component="zcrx", config=config, rules=(rule,))))
+    veth = {**base, "netdev": dict(VETH_NETDEV)}
+    out += [(f"{name} on veth", Scenario(component="zcrx", config=_merge(veth, patch),
+                                         rules=(rule,)))
+            for name, rule, patch in patches
+            if rule in ("ZCRX-REG-004", "ZCRX-REG-006", "ZCRX-REG-008", "ZCRX-REG-009")]
+    return out
+
+
+def registration_edge_not_applicable(scenario: Scenario, kernel: KernelVersion) -> str:
+    """Why a case of :func:`registration_edge_scenarios` describes no behaviour of
+    ``kernel`` ("" when it does): ``ZCRX_REG_IMPORT`` once the flags exist is outside the
+    model (ZCRX-REG-004); an area above 1 GiB is refused by the limit of the v6.15 ..
+    v7.0 trees, which "io_uring/rsrc: remove registered buffer 1GB limit" (posted in May
+    2026, series not pinned) drops later (ZCRX-AREA-002)."""
+    cfg = scenario.config
+    if int(cfg.get("reg", {}).get("flags", 0)) & ZCRX_REG_IMPORT and gate(kernel,
+                                                                          "ZCRX-REG-004"):
+        return "ZCRX_REG_IMPORT is a known flag (ZCRX-REG-004), importing is outside the model"
+    if int(cfg.get("area", {}).get("len", 0)) > SZ_1G and kernel.series >= (7, 1):
+        return "the 1 GiB area limit is described for v6.15 .. v7.0 only (ZCRX-AREA-002)"
+    return ""
+
+
+#: The rules :func:`data_path_edge_scenarios` aims at (spelled out again in the test).
+DATA_PATH_EDGE_RULES = ("ZCRX-COPY-003", "ZCRX-COPY-004", "ZCRX-CQE-002", "ZCRX-MP-002",
+                        "ZCRX-MP-005", "ZCRX-MP-006", "ZCRX-REFILL-002", "ZCRX-SCRUB-002",
+                        "ZCRX-SIM-001", "ZCRX-SIM-003")
+
+
+def data_path_edge_scenarios() -> list[tuple[str, Scenario]]:
+    """Data-path states the draws reach rarely or end before they show (the engine, pool,
+    provider and recv mutants of the d97b28c full run): a ring with CQE_MIXED, whose
+    CQEs carry IORING_CQE_F_32 (ZCRX-CQE-002); every op after the shutdown, and on a
+    registration that failed, is skipped (ZCRX-SCRUB-002, ZCRX-SIM-003); a refill entry
+    naming the niov just past the area, the last one, and one byte below the end
+    (ZCRX-REFILL-002); a receive whose limit ends exactly where the linear part does,
+    and a linear copy the freelist runs dry in (ZCRX-COPY-004, ZCRX-COPY-003: the skb's
+    turn ends there, its frags wait); the state the pools are left in without a shutdown:
+    an skb freed after its niov's refill was held puts it in the ptr_ring, not the cache
+    (ZCRX-MP-005); 67 niovs in the ptr_ring refill the cache with 64 (ZCRX-MP-002); a
+    dropped packet's whole-niov frag goes to the cache (direct, ZCRX-SIM-001); a restart
+    with a 4-entry ptr_ring and more buffers posted than it holds, so the freelist order,
+    and the niovs the next pool hands out, depend on what went to the cache and what to
+    the ring (ZCRX-MP-006)."""
+    dev = {"placement": "packed", "gro_segs": 1, "linear_payload": 0}
+    base: dict[str, Any] = {"reg": {"rq_entries": 64, "rx_buf_len": 0},
+                            "area": {"len": 64 * 4096}, "netdev": {"qcfg_rx_page_size": False},
+                            "device": dev}
+    held: list[dict[str, Any]] = [
+        {"op": "rx", "frames": [0]}, {"op": "recv", "len": 4096, "user_data": 1},
+        {"op": "return", "cqes": [0]}, {"op": "alloc", "n": 200},
+        {"op": "recv", "len": 0, "user_data": 2}]
+    batch: dict[str, Any] = {
+        "reg": {"rq_entries": 128, "rx_buf_len": 0}, "region": {"size": 8192},
+        "netdev": {"qcfg_rx_page_size": False}, "area": {"len": 128 * 4096},
+        "device": {**dev, "gro_segs": 32}}
+    every_op: list[dict[str, Any]] = [{"op": "rx"}, {"op": "recv", "len": 0, "user_data": 2},
+                {"op": "return", "cqes": [0]}, {"op": "return", "new": True},
+                {"op": "refill", "entries": [{"off": 0}]}, {"op": "alloc", "n": 3},
+                {"op": "restart"}, {"op": "reap"}, {"op": "shutdown"}]
+    cases: tuple[tuple[str, str, dict[str, Any], list[int], list[dict[str, Any]]], ...] = (
+        ("CQE_MIXED ring", "ZCRX-CQE-002",
+         {"setup_flags": IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_CQE_MIXED},
+         [1448, 3000], [{"op": "rx"}, {"op": "recv", "len": 0, "user_data": 1}]),
+        ("after the shutdown", "ZCRX-SCRUB-002", {}, [1448, 3000],
+         [{"op": "rx", "frames": [0]}, {"op": "recv", "len": 0, "user_data": 1},
+          {"op": "shutdown"}, *every_op]),
+        ("on a failed registration", "ZCRX-SIM-003", {"reg": {"rq_entries": 0}}, [1448],
+         every_op),
+        ("refill index bounds", "ZCRX-REFILL-002", {}, [1448],
+         [{"op": "refill", "entries": [{"off": 64 << 12}, {"off": 63 << 12},
+                                       {"off": (64 << 12) - 1}]},
+          {"op": "alloc", "n": 1}]),
+        ("limit at the linear end", "ZCRX-COPY-004",
+         {"area": {"len": 1 << 20}, "device": {"linear_payload": 1448}}, [3000, 3000],
+         [{"op": "rx"}, {"op": "recv", "len": 1448, "user_data": 1},
+          {"op": "recv", "len": 0, "user_data": 2}]),
+        ("linear copy runs dry", "ZCRX-COPY-003",
+         {"area": {"len": 65 * 4096}, "device": {"linear_payload": 5000}}, [6000, 6000],
+         [{"op": "rx"}, {"op": "recv", "len": 0, "user_data": 1}]),
+        ("held refill, skb freed", "ZCRX-MP-005", {}, [4096 + 100], held),
+        ("67 niovs in the ptr_ring", "ZCRX-MP-002", batch, [8948] * 32,
+         [{"op": "rx"}, {"op": "recv", "len": 67 * 4096, "user_data": 1},
+          {"op": "return", "cqes": list(range(67))}, {"op": "alloc", "n": 200},
+          {"op": "alloc", "n": 1}, {"op": "recv", "len": 0, "user_data": 2},
+          {"op": "alloc", "n": 1}]),
+        ("dropped packet's whole niov", "ZCRX-SIM-001", {"area": {"len": 8192}},
+         [4096, 5000], [{"op": "rx"}]),
+        ("restart over a small ptr_ring", "ZCRX-MP-006", {"pool_size": 4},
+         [1448, 3000, 5000],
+         [{"op": "alloc", "n": 10}, {"op": "rx", "frames": [0]}, {"op": "restart"},
+          {"op": "rx", "frames": [1, 2]}, {"op": "recv", "len": 0, "user_data": 5}]),
+        ("restart after a held refill", "ZCRX-MP-006", {"pool_size": 4}, [1448, 3000, 5000],
+         [{"op": "rx", "frames": [0]}, {"op": "recv", "len": 0, "user_data": 1},
+          {"op": "return", "cqes": [0]}, {"op": "alloc", "n": 70}, {"op": "restart"},
+          {"op": "rx", "frames": [1, 2]}, {"op": "recv", "len": 0, "user_data": 5}]),
+    )
+    return [(name, Scenario(component="zcrx", config=_merge(base, patch),
+                            frames=frames_for(payloads), events=tuple(events), rules=(rule,)))
+            for name, rule, patch, payloads, events in cases]
+
 
 def _refill_entry(draw: st.DrawFn) -> dict[str, Any]:
     kind = draw(st.sampled_from(["index", "index", "area", "pad", "far"]))

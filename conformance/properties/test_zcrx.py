@@ -186,3 +186,54 @@ def test_zcrx_ownership_holds(rx_target: TargetSession, scenario: Scenario) -> N
 @given(scenario=zcrx.stream_scenarios())
 def test_zcrx_stream_costs_agree(rx_target: TargetSession, scenario: Scenario) -> None:
     check(rx_target, scenario, COMPONENT)
+
+
+#: The rules :func:`zcrx.registration_edge_scenarios` aims at, spelled out for
+#: ``rx-oracle spec``.
+REGISTRATION_EDGE_RULES = ("ZCRX-AREA-002", "ZCRX-AREA-003", "ZCRX-BUFLEN-003",
+                           "ZCRX-BUFLEN-005", "ZCRX-QUEUE-001", "ZCRX-QUEUE-002",
+                           "ZCRX-REG-004", "ZCRX-REG-006", "ZCRX-REG-008", "ZCRX-REG-009",
+                           "ZCRX-REG-011")
+if REGISTRATION_EDGE_RULES != zcrx.REGISTRATION_EDGE_RULES:
+    raise RuntimeError("REGISTRATION_EDGE_RULES differs from zcrx.REGISTRATION_EDGE_RULES")
+
+
+@pytest.mark.rule("ZCRX-AREA-002", "ZCRX-AREA-003", "ZCRX-BUFLEN-003", "ZCRX-BUFLEN-005",
+                  "ZCRX-QUEUE-001", "ZCRX-QUEUE-002", "ZCRX-REG-004", "ZCRX-REG-006",
+                  "ZCRX-REG-008", "ZCRX-REG-009", "ZCRX-REG-011")
+@pytest.mark.parametrize("scenario", [s for _, s in zcrx.registration_edge_scenarios()],
+                         ids=[name for name, _ in zcrx.registration_edge_scenarios()])
+def test_zcrx_registration_edges(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Each registration boundary the draws pass over, on both sides (the area's 1 GiB
+    and the end of the address space, one byte of misalignment, INT_MAX region pages, a
+    region exactly the ring's size, 32768 entries, the last queue, the default device, a
+    segment too small for the buffers, driver page sizes 0 and 1, ZCRX_REG_IMPORT before
+    the flags); a case the target's kernel does not have is skipped."""
+    scenario = with_kernel(scenario, rx_target.kernel)
+    kernel = kernel_of(scenario)
+    why = zcrx.registration_edge_not_applicable(scenario, kernel)
+    if why:
+        pytest.skip(f"not applicable: kernel {kernel}: {why}")
+    check(rx_target, scenario, COMPONENT)
+
+
+#: The rules :func:`zcrx.data_path_edge_scenarios` aims at, spelled out for ``rx-oracle spec``.
+DATA_PATH_EDGE_RULES = ("ZCRX-COPY-003", "ZCRX-COPY-004", "ZCRX-CQE-002", "ZCRX-MP-002",
+                        "ZCRX-MP-005", "ZCRX-MP-006", "ZCRX-REFILL-002", "ZCRX-SCRUB-002",
+                        "ZCRX-SIM-001", "ZCRX-SIM-003")
+if DATA_PATH_EDGE_RULES != zcrx.DATA_PATH_EDGE_RULES:
+    raise RuntimeError("DATA_PATH_EDGE_RULES differs from zcrx.DATA_PATH_EDGE_RULES")
+
+
+@pytest.mark.rule("ZCRX-COPY-003", "ZCRX-COPY-004", "ZCRX-CQE-002", "ZCRX-MP-002",
+                  "ZCRX-MP-005", "ZCRX-MP-006", "ZCRX-REFILL-002", "ZCRX-SCRUB-002",
+                  "ZCRX-SIM-001", "ZCRX-SIM-003")
+@pytest.mark.parametrize("scenario", [s for _, s in zcrx.data_path_edge_scenarios()],
+                         ids=[name for name, _ in zcrx.data_path_edge_scenarios()])
+def test_zcrx_data_path_edges(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Data-path states the draws reach rarely or end before they show: CQE_MIXED CQE
+    flags, ops after the shutdown or a failed registration, refill index bounds, a
+    receive limit at the linear end, a linear copy that runs dry, and the pools' stores
+    left without a shutdown (held refills, a full ptr_ring batch, a dropped packet, a
+    restart over a small ptr_ring)."""
+    check(rx_target, scenario, COMPONENT)
