@@ -32,7 +32,7 @@ observables: ``packets[i]`` = every field of the i-th CQE the RX handler is call
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -57,6 +57,7 @@ from reference.mlx5.counters import Mlx5eRqStats
 from reference.mlx5.device import Compression, DeviceConfig, Mlx5Device, RqType, TsFormat
 from reference.mlx5.ring import RingRun
 from reference.trace import Trace
+from reference.xdp.arch import X86_64
 
 
 def config_of(scenario: Scenario) -> DeviceConfig:
@@ -1007,3 +1008,281 @@ def frag_pull_scenarios(draw: st.DrawFn) -> Scenario:
                {"op": "return", "action": 2})
     return Scenario(component="mlx5", config=config, frames=tuple(frames), program=program,
                     rules=("MLX5-XDP-002",))
+
+
+# --- fixed edges of the RQ, the XDP-SQ and the configuration (mlx5 survivors, full run) ----
+
+
+def _udp_frame(size: int, fill: int = 0x61, dst: str = "02:00:00:00:00:02") -> bytes:
+    """An untagged IPv4/UDP frame of exactly ``size`` bytes (``size`` >= 42)."""
+    return bytes(Ether(src="02:00:00:00:00:01", dst=dst) / IP(src="10.0.4.1", dst="10.0.4.2")
+                 / UDP(sport=4, dport=5) / Raw(bytes([fill]) * (size - 42)))
+
+
+def _stride_config(n_frames: int, **overrides: Any) -> dict[str, Any]:
+    """A striding non-linear RQ of 256-byte strides, 64 to a WQE (four pages), jumbo MTU:
+    a packet's fragments start at its stride's offset in a page and cross page ends."""
+    config = _striding_rx_config(n_frames, log_stride_sz=8, log_num_strides=6, mtu=9978)
+    config.update(overrides)
+    return config
+
+
+def striding_page_scenarios() -> list[Scenario]:
+    """MLX5-XDP-002/003, MLX5-RX-002: ``mlx5e_skb_from_cqe_mpwrq_nonlinear``'s fragments at
+    the page ends the draws miss (``nr_frags`` and ``frags_size`` show where each fragment
+    starts).  A 3840-byte frame fills strides 0..14, so the next frame starts at stride
+    15, 256 bytes before the first page's end: 280 bytes of UDP cross it after the
+    42-byte skb head (the fragment starts at 3882, 214 bytes to the end: two fragments;
+    starting at the stride, 3840, or at 0, one would do); 256 bytes fit it exactly with a
+    program (every byte in fragments) and cross it by 42 without; an 8192-byte frame
+    from stride 0 leaves exactly one page after its first fragment (a later fragment
+    starting past a page's first byte would need a third).  Each without a program
+    (the skb's ``nr_frags``) and with an XDP_PASS program (the buffer's ``nr_frags``);
+    then the oversize drop at hw_mtu (MTU + 22) and a byte either side, with and without
+    a program."""
+    frames = (_udp_frame(3840, 0x30), _udp_frame(280, 0x31), _udp_frame(3840, 0x32),
+              _udp_frame(256, 0x33), _udp_frame(8192, 0x34), _udp_frame(200, 0x35))
+    passing = ({"op": "return", "action": 2},)
+    out = [Scenario(component="mlx5", config=_stride_config(len(frames)), frames=frames,
+                    rules=("MLX5-XDP-002", "MLX5-XDP-003")),
+           Scenario(component="mlx5", config=_stride_config(len(frames)), frames=frames,
+                    program=passing, rules=("MLX5-XDP-002", "MLX5-XDP-003"))]
+    edge = tuple(_udp_frame(1500 + 22 + d, 0x40 + d) for d in (-1, 0, 1))
+    for program in (None, passing):
+        out.append(Scenario(component="mlx5", config=_striding_rx_config(len(edge)),
+                            frames=edge, program=program, rules=("MLX5-RX-002",)))
+    # The program leaves one byte in the fragment and grows 14 bytes of linear part: the
+    # XDP_PASS pull (to ETH_HLEN) has nothing to take, the fragment stays.
+    one = _udp_frame(100, 0x36)
+    out.append(Scenario(component="mlx5", config=_striding_rx_config(1), frames=(one,),
+                        program=({"op": "adjust_head", "delta": -14},
+                                 {"op": "adjust_tail", "delta": -(len(one) - 1)},
+                                 {"op": "return", "action": 2}), rules=("MLX5-XDP-002",)))
+    # MLX5-RX-005: an RQ opened with a program keeps its headroom for packets that run
+    # none (a per-packet program on the first frame only).
+    three = tuple(_udp_frame(120 + i, 0x37) for i in range(3))
+    for rq_type in ("cyclic", "striding"):
+        out.append(Scenario(component="mlx5", config=_striding_rx_config(
+            len(three), rq_type=rq_type, rx_linear=True), frames=three,
+            per_packet_programs={0: passing}, rules=("MLX5-RX-005",)))
+    return out
+
+
+def xdpsq_edge_scenarios() -> list[Scenario]:
+    """MLX5-XDP-007/008: XDP_TX sends at the edges of ``mlx5e_xmit_xdp_frame``'s checks,
+    two or more in one poll so the WQEBBs one send takes decide whether the next has room.
+    A cyclic non-linear RQ of 128-byte fragments; the program moves the start with
+    ``bpf_xdp_adjust_head`` so the linear part holds 17, 18 or 19 bytes (the inline
+    minimum, ``MLX5E_XDP_MIN_INLINE``, with a min inline mode: below it the send is a
+    length error; at it nothing is left for a data segment, a byte over it one is) before
+    one fragment, on a 2-WQEBB SQ (a second WQEBB for the first send leaves no room for the
+    second); then, on a 4-WQEBB SQ, a single-buffer send (one WQEBB) before one with two
+    fragments (two WQEBBs, stop room 3: exactly what is left)."""
+    out = []
+    frames: tuple[bytes, ...] = (_udp_frame(200, 0x50), _udp_frame(200, 0x51),
+                                 _udp_frame(200, 0x52))
+    for keep in (17, 18, 19):
+        config = _striding_rx_config(len(frames), rq_type="cyclic", frag_size=128,
+                                     xdpsq_size=2, min_inline=True)
+        program = ({"op": "adjust_head", "delta": 128 - keep}, {"op": "return", "action": 3})
+        out.append(Scenario(component="mlx5", config=config, frames=frames, program=program,
+                            rules=("MLX5-XDP-007", "MLX5-XDP-008")))
+    frames = (_udp_frame(100, 0x53), _udp_frame(300, 0x54), _udp_frame(100, 0x55),
+              _udp_frame(300, 0x56))
+    for min_inline in (False, True):
+        config = _striding_rx_config(len(frames), rq_type="cyclic", frag_size=128,
+                                     xdpsq_size=4, min_inline=min_inline, budget=2)
+        out.append(Scenario(component="mlx5", config=config, frames=frames,
+                            program=({"op": "return", "action": 3},),
+                            rules=("MLX5-XDP-007", "MLX5-XDP-008")))
+    return out
+
+
+def csum_edge_scenarios() -> list[Scenario]:
+    """MLX5-CSUM-004/005, MLX5-SKB-005 at the boundaries the draws miss: IPv4/UDP frames of
+    63, 64 and 65 bytes (``ETH_ZLEN + ETH_FCS_LEN``: 64 is still short); IPv4 behind 5, 6
+    and 7 in-packet tags (``__vlan_get_protocol`` walks six); an IPv6 header behind three
+    tags cut to end one byte before, at and after its 40th byte (the 65- and 66-byte
+    frames, past the short-frame check); EtherTypes 0x05FF and 0x0600 (the 802.3 length
+    boundary) and a 16-byte 802.3 frame whose payload starts 0xFFFF (raw 802.3: the two
+    bytes are just there)."""
+    eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    frames = [_udp_frame(n, 0x60 + n % 16) for n in (63, 64, 65)]
+    for ntags in (5, 6, 7):
+        tagged: Packet = eth
+        for i in range(ntags):
+            tagged = tagged / Dot1Q(vlan=300 + i)
+        frames.append(bytes(tagged / IP(src="10.0.6.1", dst="10.0.6.2") / UDP(sport=6, dport=7)
+                            / Raw(b"k" * 30)))
+    three: Packet = eth / Dot1Q(vlan=400) / Dot1Q(vlan=401) / Dot1Q(vlan=402)
+    v6 = bytes(three / IPv6(src="fd00::6", dst="fd00::7") / UDP(sport=6, dport=7) / Raw(b"z" * 8))
+    frames += [v6[:n] for n in (65, 66, 67)]
+    frames += [bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02", type=t)
+                     / Raw(b"\xaa\xaa\x03" + b"e" * 60)) for t in (0x05FF, 0x0600)]
+    frames.append(bytes.fromhex("020000000002020000000001" "0002" "ffff"))
+    return [Scenario(component="mlx5", config=_striding_rx_config(len(frames), **over),
+                     frames=tuple(frames), rules=("MLX5-CSUM-004", "MLX5-CSUM-005"))
+            for over in ({}, {"rq_type": "cyclic", "rx_linear": True})]
+
+
+def config_edge_scenarios() -> list[Scenario]:
+    """MLX5-DEV-001, MLX5-DEV-007, MLX5-COMP-001 at the accepted ends the draws miss: a
+    two-slot CQ over a two-WQE ring; the largest stride (2**13 bytes) and the most strides
+    (2**15) with the largest WQ (2**16 WQEs); the legacy RQ's smallest and largest
+    fragment; real-time timestamps of 2**32 - 1 seconds and a free-running one of
+    2**64 - 1 (the last values each format holds); and a basic session of 70 packets on a
+    128-slot CQ (a session reports at most 64)."""
+    frames = tuple(_udp_frame(n, 0x70 + n % 16) for n in (60, 300, 1000))
+    out = [Scenario(component="mlx5", frames=frames, config=_striding_rx_config(
+        len(frames), rq_type="cyclic", log_cq_size=1, log_wq_size=1)),
+        Scenario(component="mlx5", frames=frames, config=_striding_rx_config(
+            len(frames), log_stride_sz=13, log_num_strides=3, log_wq_size=16)),
+        Scenario(component="mlx5", frames=frames, config=_striding_rx_config(
+            len(frames), log_num_strides=15, log_wq_size=16))]
+    for frag_size in (64, rx.PAGE_SIZE - rx.XDP_PACKET_HEADROOM - X86_64.shinfo_reserved):
+        out.append(Scenario(component="mlx5", frames=frames, config=_striding_rx_config(
+            len(frames), rq_type="cyclic", frag_size=frag_size)))
+    for fmt, stamp in (("real_time", 0xFFFF_FFFF * 10**9 + 999_999_999),
+                       ("free_running", 2**64 - 1)):
+        config = _striding_rx_config(len(frames), ts_format=fmt, hwtstamp="all")
+        config["timestamps"] = [stamp] * len(frames)
+        out.append(Scenario(component="mlx5", frames=frames, config=config,
+                            rules=("MLX5-DEV-007", "MLX5-SKB-004")))
+    session = tuple(_udp_frame(60 + n, 0x41) for n in range(70))
+    out.append(Scenario(component="mlx5", frames=session, config=_striding_rx_config(
+        len(session), rq_type="cyclic", compression="basic", log_cq_size=7),
+        rules=("MLX5-COMP-001",)))
+    return out
+
+
+def _ring_from(scenario: Scenario, patch: Callable[[list[bytearray]], None] | None = None,
+               **config: Any) -> Scenario:
+    """The ring image the modelled device writes for ``scenario`` (MLX5-RING-004), its
+    slots changed by ``patch`` and its config extended by ``config``."""
+    ring = mlx5_ring.from_frame_scenario(scenario)
+    event = ring.events[0]
+    slots = [bytearray(bytes.fromhex(str(s))) for s in event["slots"]]
+    if patch is not None:
+        patch(slots)
+    events = ({**event, "slots": [bytes(s).hex() for s in slots]}, *ring.events[1:])
+    return attrs.evolve(ring, events=events, config={**ring.config, **config})
+
+
+def _set_lro_num_seg(n: int) -> Callable[[list[bytearray]], None]:
+    def patch(slots: list[bytearray]) -> None:
+        slots[0][32] = n  # srqn bits 31:24 (MLX5-CQE-007)
+    return patch
+
+
+def _set_byte_cnt(slot: int, length: int) -> Callable[[list[bytearray]], None]:
+    def patch(slots: list[bytearray]) -> None:
+        slots[slot][46:48] = length.to_bytes(2, "big")  # byte_cnt bits 15:0 (MLX5-CQE-008)
+    return patch
+
+
+def _set_wqe_id(slot: int, wqe_id: int) -> Callable[[list[bytearray]], None]:
+    def patch(slots: list[bytearray]) -> None:
+        slots[slot][2:4] = wqe_id.to_bytes(2, "big")  # read by the striding handler only
+    return patch
+
+
+def _set_rss_hash_types(types: Sequence[int]) -> Callable[[list[bytearray]], None]:
+    def patch(slots: list[bytearray]) -> None:
+        for slot, value in enumerate(types):
+            slots[slot][16] = value  # rss_hash_type (MLX5-CQE-005)
+    return patch
+
+
+def ring_edge_scenarios() -> list[Scenario]:
+    """MLX5-RING-001..003 and the striding handlers on ring images at the edges the draws
+    miss: an oversize non-linear packet whose ``lro_num_seg`` is 1 (not an LRO session: it
+    is still dropped); an idle two-slot ring at consumer counter 2**32 - 1 and an idle
+    ring of the most slots an image may hold (2**16); a packet
+    ending exactly at its WQE's end; linear striding packets of hw_mtu - 1 and hw_mtu
+    bytes, and one whose byte count is both oversize and past its WQE (dropped before a
+    byte is read, not refused); XDP_TX on a 2-WQEBB SQ under a budget of 2, whose
+    completions come before every poll and once after the last (five sends: the last
+    poll sends one); a cyclic RQ's CQE with ``wqe_id`` 0xFFFF, a field only the striding
+    handler reads; ``bpf_xdp_metadata_rx_hash`` on CQEs whose hash type names an L4
+    protocol but no IP version, or the reserved IP type 3 (``mlx5_xdp_rss_type[1..3]`` and
+    ``[12..15]``: no type)."""
+    out = []
+    over = _striding_rx_config(2)
+    out.append(_ring_from(Scenario(component="mlx5", config=over, frames=(
+        _udp_frame(1523, 0x21), _udp_frame(100, 0x22))), _set_lro_num_seg(1)))
+    idle = _striding_rx_config(0, rq_type="cyclic", log_cq_size=1, start=0xFFFF_FFFF)
+    out.append(_ring_from(Scenario(component="mlx5", config=idle, frames=())))
+    largest = _striding_rx_config(0, rq_type="cyclic", log_cq_size=16)
+    out.append(_ring_from(Scenario(component="mlx5", config=largest, frames=())))
+    exact = _striding_rx_config(2, log_num_strides=3)
+    out.append(_ring_from(Scenario(component="mlx5", config=exact, frames=(
+        _udp_frame(512, 0x23), _udp_frame(448, 0x24)))))
+    linear = _striding_rx_config(2, rx_linear=True)
+    out.append(_ring_from(Scenario(component="mlx5", config=linear, frames=(
+        _udp_frame(1521, 0x25), _udp_frame(1522, 0x26)))))
+    out.append(_ring_from(Scenario(component="mlx5", config=linear, frames=(
+        _udp_frame(2560, 0x27), _udp_frame(600, 0x28))), _set_byte_cnt(1, 2000)))
+    tx = _striding_rx_config(5, rq_type="cyclic", xdpsq_size=2, budget=2)
+    out.append(_ring_from(Scenario(component="mlx5", config=tx, frames=tuple(
+        _udp_frame(80 + i, 0x29) for i in range(5)), program=({"op": "return", "action": 3},))))
+    cyclic = _striding_rx_config(2, rq_type="cyclic", log_wq_size=2)
+    out.append(_ring_from(Scenario(component="mlx5", config=cyclic, frames=(
+        _udp_frame(90, 0x2A), _udp_frame(91, 0x2B))), _set_wqe_id(0, 0xFFFF)))
+    types = (0x40, 0x80, 0xC0, 0x0C, 0x4C, 0x8C, 0xCC)
+    hashed = _striding_rx_config(len(types), rq_type="cyclic")
+    out.append(_ring_from(Scenario(
+        component="mlx5", config=hashed, frames=tuple(_udp_frame(70 + i, 0x2C)
+                                                      for i in range(len(types))),
+        program=({"op": "kfunc", "name": "rx_hash"}, {"op": "return", "action": 2})),
+        _set_rss_hash_types(types)))
+    return out
+
+
+def device_edge_scenarios() -> list[Scenario]:
+    """MLX5-DEV-003/007/009/010 on the CQ alone (no handlers) at the edges the draws miss:
+    cyclic frames of the buffer's length (MTU + 18, ``max_frame``) and a byte either side;
+    TCP segments with FIN but no ACK, FIN+ACK, ACK and SYN (the CQE's L4 type tells
+    segments with ACK apart); an empty frame and a 100-byte one on a striding RQ (even
+    an empty frame takes a stride); and timestamps in both formats on the CQ-only path."""
+    eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    frames = [_udp_frame(1500 + 18 + d, 0x10) for d in (-1, 0, 1)]
+    frames += [bytes(eth / IP(src="10.0.2.1", dst="10.0.2.2") / TCP(sport=9, dport=10, flags=f))
+               for f in ("F", "FA", "A", "S")]
+    cyclic = _striding_rx_config(len(frames), rq_type="cyclic", rx_path=False)
+    out = [Scenario(component="mlx5", config=cyclic, frames=tuple(frames),
+                    rules=("MLX5-DEV-003", "MLX5-DEV-009"))]
+    runt = (b"", _udp_frame(100, 0x11))
+    out.append(Scenario(component="mlx5", config=_striding_rx_config(2, rx_path=False),
+                        frames=runt, rules=("MLX5-DEV-010",)))
+    for fmt in ("free_running", "real_time"):
+        config = _striding_rx_config(3, rx_path=False, ts_format=fmt)
+        config["timestamps"] = [0, 123_456_789_012, 2**40 + 7]
+        out.append(Scenario(component="mlx5", config=config,
+                            frames=tuple(_udp_frame(64 + i, 0x12) for i in range(3)),
+                            rules=("MLX5-DEV-007",)))
+    return out
+
+
+#: The rules :func:`fixed_scenarios` aims at (spelled out again in test_mlx5.py).
+FIXED_RULES = ("MLX5-RX-001", "MLX5-RX-002", "MLX5-RX-003", "MLX5-RX-005", "MLX5-XDP-002",
+               "MLX5-XDP-003", "MLX5-XDP-004", "MLX5-XDP-005", "MLX5-XDP-007", "MLX5-XDP-008",
+               "MLX5-CSUM-004", "MLX5-CSUM-005", "MLX5-CSUM-007", "MLX5-CSUM-010",
+               "MLX5-SKB-004", "MLX5-SKB-005", "MLX5-DEV-003", "MLX5-DEV-007", "MLX5-DEV-009",
+               "MLX5-DEV-010", "MLX5-COMP-001", "MLX5-CQ-010", "MLX5-RING-001",
+               "MLX5-RING-002", "MLX5-KF-002")
+
+
+def fixed_scenarios() -> list[tuple[str, Scenario]]:
+    """The edges the draws miss, each once (the full mutation run's survivors of
+    ``reference/mlx5``), named for the test ids: the striding RQ's fragments at page ends
+    and the oversize boundary (:func:`striding_page_scenarios`), the XDP-SQ's inline and
+    WQEBB boundaries (:func:`xdpsq_edge_scenarios`), the checksum and protocol
+    boundaries (:func:`csum_edge_scenarios`), the configuration's accepted ends
+    (:func:`config_edge_scenarios`), the device alone (:func:`device_edge_scenarios`) and
+    ring images (:func:`ring_edge_scenarios`)."""
+    out: list[tuple[str, Scenario]] = []
+    for name, make in (("pages", striding_page_scenarios), ("xdpsq", xdpsq_edge_scenarios),
+                       ("csum", csum_edge_scenarios), ("config", config_edge_scenarios),
+                       ("device", device_edge_scenarios), ("ring", ring_edge_scenarios)):
+        out += [(f"{name}-{i}", s) for i, s in enumerate(make())]
+    return out

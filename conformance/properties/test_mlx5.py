@@ -159,3 +159,29 @@ def test_mlx5_xdp_pass_pull_empties_fragments(rx_target: TargetSession,
     to the length the pull takes into the linear part, and a byte either side: the
     emptied fragment is released (``nr_frags``)."""
     check(rx_target, scenario, COMPONENT)
+
+
+#: The rules :func:`mlx5.fixed_scenarios` aims at, spelled out for ``rx-oracle spec``.
+FIXED_RULES = ("MLX5-RX-001", "MLX5-RX-002", "MLX5-RX-003", "MLX5-RX-005", "MLX5-XDP-002",
+               "MLX5-XDP-003", "MLX5-XDP-004", "MLX5-XDP-005", "MLX5-XDP-007", "MLX5-XDP-008",
+               "MLX5-CSUM-004", "MLX5-CSUM-005", "MLX5-CSUM-007", "MLX5-CSUM-010",
+               "MLX5-SKB-004", "MLX5-SKB-005", "MLX5-DEV-003", "MLX5-DEV-007", "MLX5-DEV-009",
+               "MLX5-DEV-010", "MLX5-COMP-001", "MLX5-CQ-010", "MLX5-RING-001",
+               "MLX5-RING-002", "MLX5-KF-002")
+if FIXED_RULES != mlx5.FIXED_RULES:
+    raise RuntimeError("FIXED_RULES differs from mlx5.FIXED_RULES")
+
+
+@pytest.mark.rule(*FIXED_RULES)
+@pytest.mark.parametrize("scenario", [s for _, s in mlx5.fixed_scenarios()],
+                         ids=[name for name, _ in mlx5.fixed_scenarios()])
+def test_mlx5_fixed_edges(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Each edge the draws miss, once: striding fragments that start a stride into a page
+    and end one page past it, frames at hw_mtu; XDP_TX at the inline minimum and at the
+    exact WQEBB room; frames of 64 and 65 bytes, six tags, IPv6 cut at its 40th byte,
+    EtherType 0x0600; the accepted ends of the CQ, WQ, stride and fragment sizes and of
+    both timestamp formats, a basic session past 64 packets; cyclic frames at the buffer
+    length, TCP FIN without ACK, an empty frame; ring images at their edges (an idle
+    two-slot ring at cc 2**32 - 1, a packet ending at its WQE's end, oversize byte counts,
+    XDP-SQ completions around every poll, unmapped hash types)."""
+    check(rx_target, scenario, COMPONENT)
