@@ -1196,8 +1196,9 @@ def _set_rss_hash_types(types: Sequence[int]) -> Callable[[list[bytearray]], Non
 def ring_edge_scenarios() -> list[Scenario]:
     """MLX5-RING-001..003 and the striding handlers on ring images at the edges the draws
     miss: an oversize non-linear packet whose ``lro_num_seg`` is 1 (not an LRO session: it
-    is still dropped); an idle two-slot ring at consumer counter 2**32 - 1 and an idle
-    ring of the most slots an image may hold (2**16); a packet
+    is still dropped); a two-slot ring at consumer counter 2**32 - 1, idle and taking two
+    CQEs (the u32 counter ends at 1), and an idle ring of the most slots an image may hold
+    (2**16); a packet
     ending exactly at its WQE's end; linear striding packets of hw_mtu - 1 and hw_mtu
     bytes, and one whose byte count is both oversize and past its WQE (dropped before a
     byte is read, not refused); XDP_TX on a 2-WQEBB SQ under a budget of 2, whose
@@ -1212,6 +1213,9 @@ def ring_edge_scenarios() -> list[Scenario]:
         _udp_frame(1523, 0x21), _udp_frame(100, 0x22))), _set_lro_num_seg(1)))
     idle = _striding_rx_config(0, rq_type="cyclic", log_cq_size=1, start=0xFFFF_FFFF)
     out.append(_ring_from(Scenario(component="mlx5", config=idle, frames=())))
+    wraps = _striding_rx_config(2, rq_type="cyclic", log_cq_size=1, start=0xFFFF_FFFF)
+    out.append(_ring_from(Scenario(component="mlx5", config=wraps, frames=(
+        _udp_frame(90, 0x2D), _udp_frame(91, 0x2E)))))
     largest = _striding_rx_config(0, rq_type="cyclic", log_cq_size=16)
     out.append(_ring_from(Scenario(component="mlx5", config=largest, frames=())))
     exact = _striding_rx_config(2, log_num_strides=3)

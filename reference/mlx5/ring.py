@@ -217,5 +217,8 @@ def replay(
             emit(trace, "MLX5-RING-001", "replay ends", polls=len(polls), cc=cq.cc)
             break
     rq.poll_xdpsq(trace)
+    # MLX5-RING-001: struct mlx5_cqwq's cc is a u32; the model counts on past 2**32 (every
+    # index, lap parity and validity byte it derives agrees with the wrapped value), so
+    # the counter a developer would read is the count modulo 2**32.
     return RingRun(tuple(polls), cq.stats(), tuple(records), rq.counters(), dict(rq.pages),
-                   tuple(cleared), cq.cc, rq.recovering, bytes(ring))
+                   tuple(cleared), cq.cc & 0xFFFF_FFFF, rq.recovering, bytes(ring))
