@@ -285,7 +285,9 @@ def _cq_attribution(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     op_own on MLX5-CQ-009).  Poll ``i`` is blamed on what ended it in the trace: a session
     left whole (MLX5-CQ-004), a slot the hardware still owned (MLX5-CQ-001, or
     MLX5-CQ-002's validity byte with enhanced compression), else the budget
-    (MLX5-CQ-003).  The compression counters on the rules that formed the sessions."""
+    (MLX5-CQ-003); a slot a basic session consumed one lap earlier also on the stamp that
+    keeps it the hardware's (MLX5-CQ-009).  The compression counters on the rules that
+    formed the sessions."""
     cfg = config_of(scenario)
     stamps = scenario.config.get("timestamps")
     trace = Trace()
@@ -296,10 +298,20 @@ def _cq_attribution(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     striding = cfg.rq_type is RqType.STRIDING
     ended: list[set[str]] = []
     seen: set[str] = set()
+    sessions: list[tuple[int, int]] = []  # basic sessions: (first counter, packets)
     for event in trace.events:
+        fields = dict(event.fields)
         seen.add(event.rule)
+        if event.rule == "MLX5-CQ-010" and event.what == "basic session starts":
+            sessions.append((int(str(fields["cc"])), int(str(fields["packets"]))))
+        if (event.rule == "MLX5-CQ-001" and event.what == "slot owned by hardware"
+                and any(0 <= int(str(fields["cc"])) - cfg.cq_size - first < n
+                        for first, n in sessions)):
+            # The slot a session consumed one lap earlier, not rewritten since: it reads
+            # as the hardware's because the reader stamped it (MLX5-CQ-009).
+            seen.add("MLX5-CQ-009")
         if event.rule == "MLX5-CQ-003" and event.what == "poll done":
-            if dict(event.fields).get("work_done"):
+            if fields.get("work_done"):
                 ended.append(seen)
             seen = set()
 
@@ -338,6 +350,8 @@ def _cq_attribution(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
                 return ()
             if "MLX5-CQ-004" in ended[i]:
                 return ("MLX5-CQ-004",)
+            if {"MLX5-CQ-001", "MLX5-CQ-009"} <= ended[i]:  # stopped at a stamped slot
+                return ("MLX5-CQ-001", "MLX5-CQ-009")
             for rule in ("MLX5-CQ-002", "MLX5-CQ-001"):  # stopped at a slot not yet new
                 if rule in ended[i]:
                     return (rule,)
@@ -889,6 +903,134 @@ def headlen_edge_scenarios() -> list[Scenario]:
     return [Scenario(component="mlx5", config=_striding_rx_config(len(frames)), frames=frames,
                      rules=("MLX5-XDP-002", "PKT-L4-007"))]
 
+
+
+# --- the CQ reader's fixed edges (the full run's survivors of cq.py / cqe.py) ----------------
+
+#: The rules :func:`cq_edge_scenarios` aims at (the property spells them out again for
+#: ``rx-oracle spec`` and checks the two agree).
+CQ_EDGE_RULES = ("MLX5-CQ-001", "MLX5-CQ-003", "MLX5-CQ-004", "MLX5-CQ-008", "MLX5-CQ-009",
+                 "MLX5-CQ-010", "MLX5-COMP-001", "MLX5-COMP-002", "MLX5-COMP-003",
+                 "MLX5-COMP-004", "MLX5-COMP-005", "MLX5-CQE-008", "MLX5-DEV-004",
+                 "MLX5-DEV-010")
+#: The rules :func:`ring_image_edge_scenarios` aims at.
+RING_IMAGE_EDGE_RULES = ("MLX5-CQE-009", "MLX5-RING-001", "MLX5-RING-006", "MLX5-CQ-005",
+                         "MLX5-CQ-010")
+
+
+def _edge_session(n: int, flow: int = 0) -> list[bytes]:
+    """``n`` frames of one UDP flow, each three bytes longer than the last: one session."""
+    ip = IP(src=f"10.0.{flow}.1", dst="10.0.9.9")
+    return [bytes(_eth() / ip / UDP(sport=1000 + flow, dport=53) / Raw(b"s" * (10 + 3 * i)))
+            for i in range(n)]
+
+
+def _edge_singles(n: int) -> list[bytes]:
+    """``n`` frames no two of which share a flow: each its own CQE (MLX5-COMP-001)."""
+    return [bytes(_eth() / IP(src="10.1.0.1", dst="10.0.9.9") / UDP(sport=3000 + i, dport=53)
+                  / Raw(b"o" * (20 + i))) for i in range(n)]
+
+
+def _edge_config(**overrides: Any) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "key": MS_KEY.hex(), "indir": [0, 1, 2, 3], "compression": "basic",
+        "rq_type": "cyclic", "log_cq_size": 5, "log_wq_size": 6, "budget": 64, "start": 0,
+    }
+    config.update(overrides)
+    return config
+
+
+def cq_edge_scenarios() -> list[tuple[str, Scenario]]:
+    """Roads of the CQ reader the random draws miss, each once (frame form: the device
+    writes what fits, the driver polls until the ring is drained):
+
+    * MLX5-CQ-009: after a basic session the driver meets its slots again one lap later,
+      before the device has rewritten them: the poll that drains the ring stops at an
+      unwritten slot between mini arrays (the CQ's 32 slots all one session, lap 1), at a
+      mini array holding fewer than eight mini-CQEs (its last byte 0), at slots past the
+      ring's end (a session over the wrap, stamped with the opposite parity), and at the
+      slot after a session whose title sits at an odd counter.  Each slot reads as the
+      hardware's only because the reader stamped it; a reader that stamps nothing, the
+      wrong byte, the wrong parity, or from the wrong slot takes it for a new CQE.  Each
+      once with NAPI budgets that cut the session (resumed batches stamp their own slots);
+    * MLX5-CQ-010/004: an enhanced poll that ends on a plain CQE (the title candidate,
+      ``last_cqe_title``), then one that starts with a compressed CQE (counted, and the
+      flag cleared), then another that does (not counted again);
+    * a basic session of exactly the CQ size, in the smallest CQ (2 slots, MLX5-DEV-001);
+    * MLX5-COMP-004 / MLX5-CQE-004: sessions whose mini-CQEs carry the checksum 0xffff
+      (IPv4 datagrams of zero bytes after a valid header);
+    * MLX5-CQE-008: a 65535-byte frame in a striding RQ, the largest length ``byte_cnt``'s
+      16 bits hold."""
+    out: list[tuple[str, Scenario]] = []
+    for budget in (64, 5):
+        out.append((f"stale in-between slot, budget {budget}", Scenario(
+            component="mlx5", config=_edge_config(start=32, budget=budget),
+            frames=tuple(_edge_session(32) + _edge_singles(2)), rules=("MLX5-CQ-009",))))
+    out.append(("stale short mini array", Scenario(
+        component="mlx5", config=_edge_config(start=32),
+        frames=tuple(_edge_session(10) + _edge_singles(30)), rules=("MLX5-CQ-009",))))
+    for budget in (64, 3):
+        out.append((f"stale slot past the wrap, budget {budget}", Scenario(
+            component="mlx5", config=_edge_config(start=62, budget=budget),
+            frames=tuple(_edge_session(10) + _edge_singles(24)), rules=("MLX5-CQ-009",))))
+    out.append(("stale slot after an odd title", Scenario(
+        component="mlx5", config=_edge_config(start=33),
+        frames=tuple(_edge_session(3) + _edge_singles(31)), rules=("MLX5-CQ-009",))))
+    out.append(("enhanced title across polls", Scenario(
+        component="mlx5", config=_edge_config(compression="enhanced", budget=7, log_cq_size=4),
+        frames=tuple(_edge_session(6, 0) + _edge_session(15, 1)), rules=("MLX5-CQ-010",))))
+    out.append(("session of the CQ size, 2 slots", Scenario(
+        component="mlx5", config=_edge_config(log_cq_size=1), frames=tuple(_edge_session(2)),
+        rules=("MLX5-CQ-008",))))
+    ffff = tuple(bytes(_eth() / IP(src="10.0.5.1", dst="10.0.9.9", proto=253) / Raw(bytes(k)))
+                 for k in (4, 10, 30))
+    for compression in ("basic", "enhanced"):
+        out.append((f"checksum 0xffff, {compression}", Scenario(
+            component="mlx5", config=_edge_config(compression=compression), frames=ffff,
+            rules=("MLX5-COMP-004",))))
+    big = bytes(_eth() / IP(src="10.0.6.1", dst="10.0.9.9") / UDP(sport=9, dport=9)
+                / Raw(b"j" * (0xFFFF - 42)))
+    out.append(("65535-byte frame, striding", Scenario(
+        component="mlx5", config=_edge_config(compression="none", rq_type="striding",
+                                              log_num_strides=10, log_wq_size=2),
+        frames=(big, _edge_singles(1)[0]), rules=("MLX5-CQE-008",))))
+    return out
+
+
+#: A slot the hardware still owns in lap 0: owner bit 1, opcode MLX5_CQE_INVALID.
+_OWNED_LAP0 = bytes(62) + bytes((0, (C.MLX5_CQE_INVALID << 4) | 1))
+_EDGE_FRAME = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+                    / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=1, dport=2) / Raw(b"u" * 20))
+
+
+def _edge_ring(slots: list[bytes], **config: Any) -> Scenario:
+    """A 4-slot ring image read from counter 0: ``slots``, then slots the hardware owns."""
+    full = slots + [_OWNED_LAP0] * (4 - len(slots))
+    return Scenario(component="mlx5", config={"log_wq_size": 3, **config},
+                    events=mlx5_ring.ring_events(full, 0, {0: _EDGE_FRAME}),
+                    rules=("MLX5-RING-001",))
+
+
+def ring_image_edge_scenarios() -> list[tuple[str, Scenario]]:
+    """Ring images (the driver alone) the random draws miss, each once:
+
+    * MLX5-CQE-009: one error CQE alone, for each syndrome 0..6 and each the kernel names:
+      only LOCAL_QP_OP_ERR (2), LOCAL_PROT_ERR (4) and WR_FLUSH_ERR (5) start the RQ's
+      recovery (``recovering``); the draws put several errors in a ring, where one of
+      them sets the flag for all;
+    * MLX5-CQ-005/010: a basic session of one packet (title ``byte_cnt`` 1, its mini array
+      in the next slot, whose last byte keeps it the hardware's)."""
+    named = {getattr(C, n) for n in dir(C) if n.startswith("MLX5_CQE_SYNDROME_")}
+    out = [(f"error CQE, syndrome {s:#04x}", _edge_ring(
+        [C.mlx5_err_cqe(syndrome=s, op_own=C.MLX5_CQE_RESP_ERR << 4).pack()]))
+        for s in sorted(named | set(range(7)))]
+    title = C.mlx5_cqe64(byte_cnt=1, rss_hash_result=7, rss_hash_type=0x84,
+                         op_own=(C.MLX5_CQE_RESP_SEND << 4) | (C.MLX5_COMPRESSED << 2)).pack()
+    minis = (C.mlx5_mini_cqe8.from_csum(0x1234, 0, len(_EDGE_FRAME)).pack() + bytes(48)
+             + C.mlx5_mini_cqe8(0, 1).pack())  # byte 63 = 1: owner bit of lap 1
+    out.append(("basic session of one packet", _edge_ring([title, minis],
+                                                          compression="basic")))
+    return out
 
 # --- teaching ------------------------------------------------------------------------------
 

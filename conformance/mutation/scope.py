@@ -31,11 +31,11 @@ its TX fates are the pool's put outcomes, FEC-TX-007): 13 page_pool survivors fe
 | ``rss.py`` | rss, mlx5 | mlx5 hashes with it |
 | ``packet.py`` | rss, fec, mlx5 | the frame walk; the drivers' checksum and CQE paths |
 | ``checksum.py`` | fec, mlx5 | both drivers' checksum offload |
-| ``kfuncs.py`` | kfunc, cpumap, xdp, veth, rss, mlx5 | dispatch, driver ops, hash types (rss; IPSEC mlx5); the cpumap entry program's insertion |
+| ``kfuncs.py`` | kfunc, cpumap, xdp, veth, rss, mlx5 | dispatch, ops, hash types, map updates |
 | ``xdp/frame.py``, ``xdp/mem.py`` | xdp, cpumap | frame conversion and memory return feed cpumap |
 | ``xdp/buff.py`` | xdp, veth, mlx5 | mlx5 reuses its buffer per RQ: a stale field shows there |
 | ``xdp/*`` (the rest) | xdp, veth | the generic buffer path and veth's |
-| ``page_pool/*`` | page_pool, cpumap, fec | cpumap recycles pages through the pool; fec reports the pool's DMA addresses and put outcomes |
+| ``page_pool/*`` | page_pool, cpumap, fec | cpumap recycles; fec reports DMA addresses, put fates |
 | ``kernel.py`` | fec, tun, kfunc, xdp, page_pool, cpumap, zcrx, mlx5 | their version gates |
 
 A mutant of ``kernel.py`` (the version gates) is judged at the kernel versions where the

@@ -185,3 +185,43 @@ def test_mlx5_fixed_edges(rx_target: TargetSession, scenario: Scenario) -> None:
     two-slot ring at cc 2**32 - 1, a packet ending at its WQE's end, oversize byte counts,
     XDP-SQ completions around every poll, unmapped hash types)."""
     check(rx_target, scenario, COMPONENT)
+
+
+# --- the CQ reader's fixed edges -------------------------------------------------------------
+
+#: The rules :func:`mlx5.cq_edge_scenarios` aims at, spelled out for ``rx-oracle spec``.
+CQ_EDGE_RULES = ("MLX5-CQ-001", "MLX5-CQ-003", "MLX5-CQ-004", "MLX5-CQ-008", "MLX5-CQ-009",
+                 "MLX5-CQ-010", "MLX5-COMP-001", "MLX5-COMP-002", "MLX5-COMP-003",
+                 "MLX5-COMP-004", "MLX5-COMP-005", "MLX5-CQE-008", "MLX5-DEV-004",
+                 "MLX5-DEV-010")
+if CQ_EDGE_RULES != mlx5.CQ_EDGE_RULES:
+    raise RuntimeError("CQ_EDGE_RULES differs from mlx5.CQ_EDGE_RULES")
+#: The rules :func:`mlx5.ring_image_edge_scenarios` aims at.
+RING_IMAGE_EDGE_RULES = ("MLX5-CQE-009", "MLX5-RING-001", "MLX5-RING-006", "MLX5-CQ-005",
+                         "MLX5-CQ-010")
+if RING_IMAGE_EDGE_RULES != mlx5.RING_IMAGE_EDGE_RULES:
+    raise RuntimeError("RING_IMAGE_EDGE_RULES differs from mlx5.RING_IMAGE_EDGE_RULES")
+
+
+@pytest.mark.rule(*CQ_EDGE_RULES)
+# MLX5-DEV-001: the 2-slot CQ is inside its range; a target refusing it answers an error.
+@pytest.mark.rule("MLX5-DEV-001")
+@pytest.mark.parametrize("scenario", [s for _, s in mlx5.cq_edge_scenarios()],
+                         ids=[name for name, _ in mlx5.cq_edge_scenarios()])
+def test_mlx5_cq_fixed_edges(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Each road of the CQ reader the draws miss, once: slots a basic session left that
+    the driver meets again one lap later, before the device rewrote them (between mini
+    arrays, a short mini array, past the ring's end, after an odd title; budgets that cut
+    the session), so only the owner bytes the reader stamped keep it from taking them for
+    CQEs; an enhanced title carried across polls; a session of the whole 2-slot CQ;
+    mini-CQE checksums of 0xffff; a 65535-byte striding completion."""
+    check(rx_target, scenario, COMPONENT)
+
+
+@pytest.mark.rule(*RING_IMAGE_EDGE_RULES)
+@pytest.mark.parametrize("scenario", [s for _, s in mlx5.ring_image_edge_scenarios()],
+                         ids=[name for name, _ in mlx5.ring_image_edge_scenarios()])
+def test_mlx5_ring_fixed_edges(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Ring images the draws miss (needs the driver side, PROTOCOL.md 1.2): one error CQE
+    alone per syndrome (which start RQ recovery), a basic session of one packet."""
+    check(rx_target, scenario, COMPONENT)
