@@ -818,7 +818,13 @@ def header_scenarios() -> list[Scenario]:
     and the checksum verdict at each boundary of the header walk (IHL 4..15, other
     protocols, L4 headers one byte short, TCP data offsets below 5, bad IPv4 header
     checksums, tags with PCP/DEI set)."""
-    cases = header_cases(wellformed=False)
+    # Then an IPv4 header one byte short of 20 and an IPv6 datagram (and frame) that ends
+    # one byte into its first extension header: refused by the parser (PKT-IP4-001,
+    # PKT-IP6-003), delivered by the device with no L3/L4 facts.
+    eth = bytes(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02"))[:12]
+    v6 = bytes(IPv6(src="2001:db8::1", dst="2001:db8::7", nh=0, plen=1))
+    cases = (*header_cases(wellformed=False), eth + b"\x08\x00\x45" + bytes(18),
+             eth + b"\x86\xdd" + v6 + b"\x3b")
     out = []
     for n, i in enumerate(range(0, len(cases), 30)):
         frames = tuple(cases[i:i + 30])
@@ -865,11 +871,13 @@ def l4_check_edge_scenarios() -> list[Scenario]:
     and UDP of 300 bytes and more, and SCTP, another protocol and ICMPv6 the device does not verify)
     through the device's CQE_L4_OK (MLX5-DEV-005) and the handlers' ``ip_summed``, once
     with CHECKSUM_COMPLETE off, where that bit decides CHECKSUM_UNNECESSARY (MLX5-CSUM-010),
-    and once with it on."""
+    and once with it on, then with it on and VLAN stripping on (which reads the parsed tags
+    of untagged frames too)."""
     frames = tuple(l4_check_edge_frames())
     out = []
-    for no_complete in (True, False):
-        config = _striding_rx_config(len(frames), no_csum_complete=no_complete)
+    for no_complete, strip in ((True, False), (False, False), (False, True)):
+        config = _striding_rx_config(len(frames), no_csum_complete=no_complete,
+                                     vlan_strip=strip)
         out.append(Scenario(component="mlx5", config=config, frames=frames,
                             rules=("MLX5-DEV-005", "MLX5-CSUM-010")))
     return out

@@ -285,3 +285,60 @@ def header_scenarios() -> list[Scenario]:
         rules=("RSS-IN-001", "RSS-IN-002", "RSS-IN-003",
                *(("RSS-XFRM-002",) if extra.get("input_xfrm") else ())),
     ) for frames, extra in chunks]
+
+
+#: The rules :func:`fixed_scenarios` aims at (tests/test_rss's property spells them out).
+FIXED_RULES = ("RSS-IN-001", "RSS-IN-002", "RSS-IN-003", "RSS-IN-004", "RSS-RETA-004",
+               "RSS-RETA-005", "PKT-VLAN-001", "PKT-IP6-003", "PKT-IP6-004", "PKT-IP6-005")
+
+
+def fixed_scenarios() -> list[tuple[str, Scenario]]:
+    """Edges the random draws miss, each once (the full mutation run's survivors):
+
+    * RSS-IN-001/002: port 0 is a port (a TCP, UDP or SCTP header with source or
+      destination port 0 still selects the 4-tuple flow type and hashes the zeros);
+    * RSS-RETA-004: a hash of 0xFFFFFFFF is a hash (the key's first 32 bits all ones and an
+      address pair whose only set bit is the first: the hash is those 32 bits), indexing
+      the table's last entry;
+    * PKT-VLAN-001, PKT-IP6-003..005: a header walk that ends exactly where a header
+      ends: a frame that stops right after its VLAN tag (one tag, and a QinQ pair), an
+      IPv6 datagram that ends right after its Fragment header (No Next Header, or a first
+      fragment with no room for its TCP header) or right after an extension header whose
+      next header is No Next Header.
+    """
+    eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    v4 = IP(src="192.0.2.1", dst="198.51.100.7")
+    v6 = IPv6(src="2001:db8::1", dst="2001:db8::7")
+    four = {str(f): rss.FOUR_TUPLE for f in _PORT_FLOWS}
+    indir = list(rss.default_indir(128, 7))
+    mac = bytes(eth)[:12]
+    ports = [bytes(eth / v4 / TCP(sport=0, dport=80, flags="A")),
+             bytes(eth / v4 / UDP(sport=0, dport=0)),
+             bytes(eth / v4 / SCTP(sport=0, dport=9)),
+             bytes(eth / v6 / TCP(sport=0, dport=443, flags="A")),
+             bytes(eth / v6 / UDP(sport=0, dport=53)),
+             bytes(eth / v4 / TCP(sport=1, dport=0, flags="A"))]
+    all_ones = (b"\xff" * 4 + MS_KEY[4:]).hex()
+    # Toeplitz input 80 00 00 00 00 00 00 00 (IPv4 2-tuple): the key window at bit 0.
+    top_bit = bytes(eth / IP(src="128.0.0.0", dst="0.0.0.0", proto=47) / Raw(b"\0" * 8))
+    walk_ends = [
+        mac + b"\x81\x00\x20\x05\x08\x06",  # one tag, then nothing
+        mac + b"\x88\xa8\x00\x07\x81\x00\x20\x05\x08\x06",  # QinQ, then nothing
+        bytes(eth / v6 / IPv6ExtHdrFragment(nh=59, offset=0, m=1)),
+        bytes(eth / v6 / IPv6ExtHdrFragment(nh=6, offset=0, m=1)),
+        bytes(eth / v6 / IPv6ExtHdrHopByHop(nh=59)),
+        bytes(eth / v6 / IPv6ExtHdrDestOpt(nh=59)),
+        bytes(eth / v6 / IPv6ExtHdrHopByHop() / IPv6ExtHdrDestOpt(nh=59)),
+    ]
+    return [
+        ("port 0", Scenario(component="rss",
+                            config={"key": MS_KEY.hex(), "indir": indir, "hash_fields": four},
+                            frames=tuple(ports), rules=("RSS-IN-001", "RSS-IN-002"))),
+        ("hash 0xffffffff", Scenario(component="rss", config={"key": all_ones, "indir": indir},
+                                     frames=(top_bit,), rules=("RSS-RETA-004",))),
+        ("walk ends at a header", Scenario(component="rss",
+                                           config={"key": MS_KEY.hex(), "indir": indir},
+                                           frames=tuple(walk_ends),
+                                           rules=("RSS-IN-003", "RSS-IN-004", "PKT-VLAN-001",
+                                                  "PKT-IP6-003", "PKT-IP6-005"))),
+    ]

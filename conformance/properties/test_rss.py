@@ -54,6 +54,24 @@ def test_rss_at_header_walk_boundaries(rx_target: TargetSession, scenario: Scena
     check(rx_target, scenario, COMPONENT)
 
 
+#: The rules :func:`rss.fixed_scenarios` aims at, spelled out for ``rx-oracle spec``.
+FIXED_RULES = ("RSS-IN-001", "RSS-IN-002", "RSS-IN-003", "RSS-IN-004", "RSS-RETA-004",
+               "RSS-RETA-005", "PKT-VLAN-001", "PKT-IP6-003", "PKT-IP6-004", "PKT-IP6-005")
+if FIXED_RULES != rss_component.FIXED_RULES:
+    raise RuntimeError("FIXED_RULES differs from rss.FIXED_RULES")
+
+
+@pytest.mark.rule(*FIXED_RULES)
+@pytest.mark.parametrize("scenario", [s for _, s in rss_component.fixed_scenarios()],
+                         ids=[name for name, _ in rss_component.fixed_scenarios()])
+def test_rss_fixed_edges(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Each edge the draws miss, once: source or destination port 0 (still a port, still
+    the 4-tuple); a hash of 0xFFFFFFFF (still a hash, the table's last entry); a header walk
+    that ends exactly at the end of a VLAN tag, a QinQ pair, an IPv6 Fragment header or an
+    extension header followed by No Next Header."""
+    check(rx_target, scenario, COMPONENT)
+
+
 def _vector_frames(v: Vector, v6: bool) -> tuple[bytes, bytes]:
     ip = IPv6(src=v.src, dst=v.dst) if v6 else IP(src=v.src, dst=v.dst)
     with_ports = bytes(ETH / ip / TCP(sport=v.sport, dport=v.dport))

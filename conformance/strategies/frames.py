@@ -217,7 +217,14 @@ def l4_check_edge_frames() -> list[bytes]:
       (CSUM-L4-005);
     * UDP, TCP and ICMPv6 over IPv6 with 300 or more bytes and a right checksum: the
       pseudo-header's 32-bit length is more than its low byte (CSUM-007, CSUM-L4-001,
-      CSUM-L4-002, CSUM-L4-003); the random payloads stop at 64 bytes.
+      CSUM-L4-002, CSUM-L4-003); the random payloads stop at 64 bytes;
+    * protocol 253 over IPv4 with 300 bytes after the header, and IPv6 No Next Header
+      with bytes after it: still nothing to check, however far the datagram goes
+      (CSUM-L4-005, PKT-L4-005, PKT-IP6-004);
+    * TCP over IPv6 behind a Hop-by-Hop header, with a right checksum and non-zero
+      padding after the datagram: the payload length, not the frame, ends the checksummed
+      bytes also when Hop-by-Hop comes first (PKT-IP6-002: only a zero length makes a
+      jumbogram).
     """
     eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
     v4 = IP(src="10.0.0.1", dst="10.0.0.2")
@@ -240,7 +247,11 @@ def l4_check_edge_frames() -> list[bytes]:
             bytes(eth / IPv6(src="fd00::1", dst="fd00::2", nh=253) / Raw(bytes(range(16)))),
             bytes(eth / v6 / UDP(sport=7, dport=9) / Raw(b"u" * 292)),
             bytes(eth / v6 / TCP(sport=1, dport=2, flags="A") / Raw(b"t" * 280)),
-            bytes(eth / v6 / ICMPv6EchoRequest(data=b"i" * 292))]
+            bytes(eth / v6 / ICMPv6EchoRequest(data=b"i" * 292)),
+            bytes(eth / IP(src="10.0.0.1", dst="10.0.0.2", proto=253) / Raw(b"o" * 300)),
+            bytes(eth / IPv6(src="fd00::1", dst="fd00::2", nh=59) / Raw(b"n" * 16)),
+            bytes(eth / v6 / IPv6ExtHdrHopByHop() / TCP(sport=1, dport=2, flags="A")
+                  / Raw(b"h" * 8)) + b"\xa5" * 6]
 
 
 #: Type/length values around the 0x0600 boundary ``eth_type_trans`` draws (FEC-RX-010):
