@@ -879,7 +879,8 @@ def helper_edge_scenarios() -> list[tuple[str, Scenario]]:
     bpf_xdp_adjust_tail); a multi-buffer tail adjusted by 0, which takes the grow path
     (XDP-ADJ-007) and so is refused on a queue registered without ``frag_size``
     (XDP-ADJ-008: -EOPNOTSUPP), and a frag grown on a queue whose ``frag_size`` equals
-    the buffer's ``frame_sz`` (allowed: only a larger ``frag_size`` refuses)."""
+    the buffer's ``frame_sz`` (allowed: only a larger ``frag_size`` refuses); metadata of
+    256 bytes in a 512-byte headroom (XDP-ADJ-005: -EACCES above 255; 252 fits)."""
     frame = bytes(i % 250 + 1 for i in range(300))  # no zero byte: a lost memset shows
 
     def run(*ops: dict[str, Any]) -> tuple[dict[str, Any], ...]:
@@ -896,6 +897,11 @@ def helper_edge_scenarios() -> list[tuple[str, Scenario]]:
     return [
         ("offsets above 32 bits, a one-byte grow", Scenario(
             component="xdp", frames=(frame[:64],) * 4, config={}, per_packet_programs=wide,
+            rules=HELPER_EDGE_RULES)),
+        ("a 256-byte metadata area", Scenario(
+            component="xdp", frames=(frame[:64],) * 2, config={"headroom": 512},
+            per_packet_programs={0: run({"op": "adjust_meta", "delta": -256}),
+                                 1: run({"op": "adjust_meta", "delta": -252})},
             rules=HELPER_EDGE_RULES)),
         ("frags adjusted by 0, no frag_size", Scenario(
             component="xdp", frames=(frame,),
