@@ -868,7 +868,8 @@ def frag_tailroom_scenarios() -> list[tuple[str, Scenario]]:
 
 #: The rules :func:`helper_edge_scenarios` aims at (the test spells them out again for
 #: ``rx-oracle spec`` and checks the two agree).
-HELPER_EDGE_RULES = ("XDP-ADJ-001", "XDP-ADJ-003", "XDP-ADJ-005", "XDP-ADJ-006", "XDP-ADJ-008")
+HELPER_EDGE_RULES = ("XDP-ADJ-001", "XDP-ADJ-003", "XDP-ADJ-005", "XDP-ADJ-006", "XDP-ADJ-008",
+                     "XDP-BUFF-007")
 
 
 def helper_edge_scenarios() -> list[tuple[str, Scenario]]:
@@ -880,7 +881,9 @@ def helper_edge_scenarios() -> list[tuple[str, Scenario]]:
     (XDP-ADJ-007) and so is refused on a queue registered without ``frag_size``
     (XDP-ADJ-008: -EOPNOTSUPP), and a frag grown on a queue whose ``frag_size`` equals
     the buffer's ``frame_sz`` (allowed: only a larger ``frag_size`` refuses); metadata of
-    256 bytes in a 512-byte headroom (XDP-ADJ-005: -EACCES above 255; 252 fits)."""
+    256 bytes in a 512-byte headroom (XDP-ADJ-005: -EACCES above 255; 252 fits); a
+    buffer of exactly MAX_SKB_FRAGS (17) frags, which xdp_buff_add_frag still accepts
+    (XDP-BUFF-007), its last frag shortened by one byte."""
     frame = bytes(i % 250 + 1 for i in range(300))  # no zero byte: a lost memset shows
 
     def run(*ops: dict[str, Any]) -> tuple[dict[str, Any], ...]:
@@ -903,6 +906,10 @@ def helper_edge_scenarios() -> list[tuple[str, Scenario]]:
             per_packet_programs={0: run({"op": "adjust_meta", "delta": -256}),
                                  1: run({"op": "adjust_meta", "delta": -252})},
             rules=HELPER_EDGE_RULES)),
+        ("MAX_SKB_FRAGS frags", Scenario(
+            component="xdp", frames=(bytes(i % 251 + 1 for i in range(100 + 17 * 128)),),
+            config={"frag_size": 128, "linear_max": 100},
+            program=run({"op": "adjust_tail", "delta": -1}), rules=HELPER_EDGE_RULES)),
         ("frags adjusted by 0, no frag_size", Scenario(
             component="xdp", frames=(frame,),
             config={"frag_size": 128, "linear_max": 100,

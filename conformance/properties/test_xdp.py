@@ -89,7 +89,8 @@ def test_xdp_frag_tailroom_edges(rx_target: TargetSession, scenario: Scenario) -
 
 
 #: The rules :func:`xdp.helper_edge_scenarios` aims at, spelled out for ``rx-oracle spec``.
-HELPER_EDGE_RULES = ("XDP-ADJ-001", "XDP-ADJ-003", "XDP-ADJ-005", "XDP-ADJ-006", "XDP-ADJ-008")
+HELPER_EDGE_RULES = ("XDP-ADJ-001", "XDP-ADJ-003", "XDP-ADJ-005", "XDP-ADJ-006", "XDP-ADJ-008",
+                     "XDP-BUFF-007")
 if HELPER_EDGE_RULES != xdp.HELPER_EDGE_RULES:
     raise RuntimeError("HELPER_EDGE_RULES differs from xdp.HELPER_EDGE_RULES")
 
