@@ -869,7 +869,7 @@ def frag_tailroom_scenarios() -> list[tuple[str, Scenario]]:
 #: The rules :func:`helper_edge_scenarios` aims at (the test spells them out again for
 #: ``rx-oracle spec`` and checks the two agree).
 HELPER_EDGE_RULES = ("XDP-ADJ-001", "XDP-ADJ-003", "XDP-ADJ-005", "XDP-ADJ-006", "XDP-ADJ-008",
-                     "XDP-BUFF-007")
+                     "XDP-BUFF-007", "XDP-ACT-001")
 
 
 def helper_edge_scenarios() -> list[tuple[str, Scenario]]:
@@ -883,8 +883,11 @@ def helper_edge_scenarios() -> list[tuple[str, Scenario]]:
     the buffer's ``frame_sz`` (allowed: only a larger ``frag_size`` refuses); metadata of
     256 bytes in a 512-byte headroom (XDP-ADJ-005: -EACCES above 255; 252 fits); a
     buffer of exactly MAX_SKB_FRAGS (17) frags, which xdp_buff_add_frag still accepts
-    (XDP-BUFF-007), its last frag shortened by one byte."""
+    (XDP-BUFF-007), its last frag shortened by one byte; a tail grown to exactly
+    ``xdp_data_hard_end`` (or one short) and sent with XDP_TX, which still converts
+    (XDP-FRAME-003 WARNs only past it)."""
     frame = bytes(i % 250 + 1 for i in range(300))  # no zero byte: a lost memset shows
+    grow = 4096 - X86_64.shinfo_reserved - (256 + 64)  # 64 bytes to xdp_data_hard_end
 
     def run(*ops: dict[str, Any]) -> tuple[dict[str, Any], ...]:
         return (*ops, {"op": "get_buff_len"}, {"op": "return", "action": 2})
@@ -910,6 +913,12 @@ def helper_edge_scenarios() -> list[tuple[str, Scenario]]:
             component="xdp", frames=(bytes(i % 251 + 1 for i in range(100 + 17 * 128)),),
             config={"frag_size": 128, "linear_max": 100},
             program=run({"op": "adjust_tail", "delta": -1}), rules=HELPER_EDGE_RULES)),
+        ("tail at data_hard_end, then XDP_TX", Scenario(
+            component="xdp", frames=(frame[:64],) * 2,
+            config={"frame_return": "xdp_return_frame"},
+            per_packet_programs={n: ({"op": "adjust_tail", "delta": grow - n},
+                                     {"op": "return", "action": 3}) for n in (0, 1)},
+            rules=HELPER_EDGE_RULES)),
         ("frags adjusted by 0, no frag_size", Scenario(
             component="xdp", frames=(frame,),
             config={"frag_size": 128, "linear_max": 100,
