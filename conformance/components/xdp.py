@@ -864,3 +864,68 @@ def frag_tailroom_scenarios() -> list[tuple[str, Scenario]]:
             component="xdp", frames=(frame, frame), config=config,
             per_packet_programs=grows(28, 29), rules=FRAG_TAILROOM_RULES)),
     ]
+
+
+#: The rules :func:`helper_edge_scenarios` aims at (the test spells them out again for
+#: ``rx-oracle spec`` and checks the two agree).
+HELPER_EDGE_RULES = ("XDP-ADJ-001", "XDP-ADJ-003", "XDP-ADJ-005", "XDP-ADJ-006", "XDP-ADJ-008",
+                     "XDP-BUFF-007", "XDP-ACT-001")
+
+
+def helper_edge_scenarios() -> list[tuple[str, Scenario]]:
+    """The helpers' arguments and bounds a random draw misses: offsets above 32 bits
+    that the helpers read as an ``int`` (XDP-ADJ-001: 2**32 - 4 is a shrink by 4,
+    2**32 + 14 a head pull of 14, 2**32 - 4 a 4-byte metadata area); a tail shrunk and
+    then grown by exactly one byte, which the grow zeroes (XDP-ADJ-006, the memset in
+    bpf_xdp_adjust_tail); a multi-buffer tail adjusted by 0, which takes the grow path
+    (XDP-ADJ-007) and so is refused on a queue registered without ``frag_size``
+    (XDP-ADJ-008: -EOPNOTSUPP), and a frag grown on a queue whose ``frag_size`` equals
+    the buffer's ``frame_sz`` (allowed: only a larger ``frag_size`` refuses); metadata of
+    256 bytes in a 512-byte headroom (XDP-ADJ-005: -EACCES above 255; 252 fits); a
+    buffer of exactly MAX_SKB_FRAGS (17) frags, which xdp_buff_add_frag still accepts
+    (XDP-BUFF-007), its last frag shortened by one byte; a tail grown to exactly
+    ``xdp_data_hard_end`` (or one short) and sent with XDP_TX, which still converts
+    (XDP-FRAME-003 WARNs only past it)."""
+    frame = bytes(i % 250 + 1 for i in range(300))  # no zero byte: a lost memset shows
+    grow = 4096 - X86_64.shinfo_reserved - (256 + 64)  # 64 bytes to xdp_data_hard_end
+
+    def run(*ops: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+        return (*ops, {"op": "get_buff_len"}, {"op": "return", "action": 2})
+
+    wide = {
+        0: run({"op": "adjust_tail", "delta": 2**32 - 4}),
+        1: run({"op": "adjust_head", "delta": 2**32 + 14}),
+        2: run({"op": "adjust_meta", "delta": 2**32 - 4},
+               {"op": "write", "offset": -4, "data": "a1b2c3d4"},
+               {"op": "adjust_head", "delta": 4}),
+        3: run({"op": "adjust_tail", "delta": -4}, {"op": "adjust_tail", "delta": 1}),
+    }
+    return [
+        ("offsets above 32 bits, a one-byte grow", Scenario(
+            component="xdp", frames=(frame[:64],) * 4, config={}, per_packet_programs=wide,
+            rules=HELPER_EDGE_RULES)),
+        ("a 256-byte metadata area", Scenario(
+            component="xdp", frames=(frame[:64],) * 2, config={"headroom": 512},
+            per_packet_programs={0: run({"op": "adjust_meta", "delta": -256}),
+                                 1: run({"op": "adjust_meta", "delta": -252})},
+            rules=HELPER_EDGE_RULES)),
+        ("MAX_SKB_FRAGS frags", Scenario(
+            component="xdp", frames=(bytes(i % 251 + 1 for i in range(100 + 17 * 128)),),
+            config={"frag_size": 128, "linear_max": 100},
+            program=run({"op": "adjust_tail", "delta": -1}), rules=HELPER_EDGE_RULES)),
+        ("tail at data_hard_end, then XDP_TX", Scenario(
+            component="xdp", frames=(frame[:64],) * 2,
+            config={"frame_return": "xdp_return_frame"},
+            per_packet_programs={n: ({"op": "adjust_tail", "delta": grow - n},
+                                     {"op": "return", "action": 3}) for n in (0, 1)},
+            rules=HELPER_EDGE_RULES)),
+        ("frags adjusted by 0, no frag_size", Scenario(
+            component="xdp", frames=(frame,),
+            config={"frag_size": 128, "linear_max": 100,
+                    "rxq_ops": [{"op": "reg", "frag_size": 0}, _POOL_MODEL]},
+            program=run({"op": "adjust_tail", "delta": 0}), rules=HELPER_EDGE_RULES)),
+        ("frag_size equal to frame_sz", Scenario(
+            component="xdp", frames=(frame,),
+            config={"frame_sz": 2048, "frag_size": 2048, "linear_max": 100},
+            program=run({"op": "adjust_tail", "delta": 1}), rules=HELPER_EDGE_RULES)),
+    ]

@@ -86,3 +86,22 @@ def test_xdp_frag_tailroom_edges(rx_target: TargetSession, scenario: Scenario) -
     that fits.  A random draw registers the queue with its frag pages' size, where the
     two computations agree, so the version gate's side shows only here."""
     check(rx_target, scenario, COMPONENT)
+
+
+#: The rules :func:`xdp.helper_edge_scenarios` aims at, spelled out for ``rx-oracle spec``.
+HELPER_EDGE_RULES = ("XDP-ADJ-001", "XDP-ADJ-003", "XDP-ADJ-005", "XDP-ADJ-006", "XDP-ADJ-008",
+                     "XDP-BUFF-007", "XDP-ACT-001")
+if HELPER_EDGE_RULES != xdp.HELPER_EDGE_RULES:
+    raise RuntimeError("HELPER_EDGE_RULES differs from xdp.HELPER_EDGE_RULES")
+
+
+@pytest.mark.rule(*HELPER_EDGE_RULES)
+@pytest.mark.parametrize("scenario", [s for _, s in xdp.helper_edge_scenarios()],
+                         ids=[name for name, _ in xdp.helper_edge_scenarios()])
+def test_xdp_helper_edges(rx_target: TargetSession, scenario: Scenario) -> None:
+    """Helper offsets above 32 bits (read as an int), a one-byte tail grow after a shrink
+    (zeroed), a multi-buffer tail adjusted by 0 on a queue without ``frag_size``
+    (-EOPNOTSUPP), a frag grown where ``frag_size`` equals ``frame_sz`` (allowed), 256
+    bytes of metadata (-EACCES), MAX_SKB_FRAGS frags, and a tail at exactly
+    ``xdp_data_hard_end`` sent with XDP_TX (converted, no WARN)."""
+    check(rx_target, scenario, COMPONENT)
