@@ -803,7 +803,8 @@ def registration_edge_scenarios() -> list[tuple[str, Scenario]]:
     the buffers, and a 1-byte segment (ZCRX-BUFLEN-003); a driver default page size of 0
     (-ERANGE) and 1 (a power of two, ZCRX-QUEUE-002); ``ZCRX_REG_IMPORT`` before the
     registration flags existed (ZCRX-REG-004, -EINVAL; later the model leaves importing
-    out).  The same cases on veth where the refusal comes before the device."""
+    out).  The same cases on veth where the refusal comes before the device (not the
+    region of ``INT_MAX`` pages, which a real kernel then fails to allocate)."""
     base: dict[str, Any] = {"reg": {"rq_entries": 64, "rx_buf_len": 0},
                             "area": {"len": 64 * 1024}, "region": {"size": 4096},
                             "netdev": {"qcfg_rx_page_size": False}}
@@ -853,8 +854,15 @@ def registration_edge_scenarios() -> list[tuple[str, Scenario]]:
     out += [(f"{name} on veth", Scenario(component="zcrx", config=_merge(veth, patch),
                                          rules=(rule,)))
             for name, rule, patch in patches
-            if rule in ("ZCRX-REG-004", "ZCRX-REG-006", "ZCRX-REG-008", "ZCRX-REG-009")]
+            if rule in ("ZCRX-REG-004", "ZCRX-REG-006", "ZCRX-REG-008", "ZCRX-REG-009")
+            and name not in _LIVE_ALLOCATION_FAILS]
     return out
+
+
+#: Cases whose region passes ZCRX-REG-009's checks only to be allocated: 8 TiB of pages,
+#: which the live kernel refuses with -ENOMEM (6.18.44, stop 30's CI), an allocation the
+#: model does not predict; so no veth copy of them reaches the ``zcrx-live`` target.
+_LIVE_ALLOCATION_FAILS = frozenset({"region of INT_MAX pages"})
 
 
 def registration_edge_not_applicable(scenario: Scenario, kernel: KernelVersion) -> str:
