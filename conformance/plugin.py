@@ -25,7 +25,7 @@ from conformance.check import (
     replay_command,
 )
 from conformance.fixtures.record import FIXTURE_FORMAT, FIXTURE_VERSION, dump_line, scenario_key
-from conformance.scenario import to_jsonable
+from conformance.scenario import Scenario, to_jsonable
 from conformance.targets.base import TargetError, TargetSpecError, load_target
 from reference.errors import OracleError
 
@@ -96,7 +96,7 @@ class RuleCollector:
     ) -> None:
         keep, drop = [], []
         for item in items:
-            rules = rules_of(item)
+            rules = credited_rules(item)
             if self.selected(rules):
                 keep.append(item)
                 # Travels with every report, so xdist's controller sees it too.
@@ -128,7 +128,7 @@ class RuleCollector:
         # Only the rules governing the first differing field fail (all of them for a fault).
         failed: dict[str, None] = {}
         for failure in found:
-            failed.update(dict.fromkeys(failure.rules or rules_of(item)))
+            failed.update(dict.fromkeys(failure.rules or credited_rules(item)))
         report.user_properties.append(("rx_failed_rules", ",".join(failed)))
         if any(not isinstance(f, TargetFault) for f in found):
             report.user_properties.append(("rx_answered", "1"))
@@ -146,7 +146,7 @@ class RuleCollector:
         if directory and report.when == "call":
             for failure in found:
                 path = save_failure(Path(directory), failure, item.nodeid,
-                                    failure.rules or rules_of(item))
+                                    failure.rules or credited_rules(item))
                 report.sections.append(("rx-oracle", f"saved as fixture {path}"))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -191,6 +191,23 @@ def rules_of(item: pytest.Item) -> tuple[str, ...]:
         for rid in mark.args:
             seen[str(rid)] = None
     return tuple(seen)
+
+
+def credited_rules(item: pytest.Item) -> tuple[str, ...]:
+    """The rules a passing item credits: its ``rule`` markers' rules, narrowed for a fixed
+    case (an item parametrized with a :class:`~conformance.scenario.Scenario` that names
+    the rules it aims at) to the marker's rules the case names.  A property's marker lists
+    every rule any of its cases aims at; one case that stops at a registration check does
+    not check the data path rules its neighbours aim at, so it must not credit them.  A
+    failure is still blamed on the rule of the first differing field, whichever it is."""
+    rules = rules_of(item)
+    callspec = getattr(item, "callspec", None)
+    scenario = callspec.params.get("scenario") if callspec is not None else None
+    if isinstance(scenario, Scenario) and scenario.rules:
+        aimed = tuple(rule for rule in rules if rule in scenario.rules)
+        if aimed:
+            return aimed
+    return rules
 
 
 def _judged_failures(exc: BaseException | None) -> list[RuleMismatch]:
