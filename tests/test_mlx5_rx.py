@@ -19,6 +19,7 @@ from scapy.packet import Raw
 
 from conformance.vectors.ms_rss import IPV4_VECTORS, IPV6_VECTORS, MS_KEY
 from reference import rss
+from reference.errors import InvalidConfig
 from reference.kfuncs import RxHash
 from reference.mlx5 import cqe as C
 from reference.mlx5 import kfuncs as K
@@ -420,6 +421,35 @@ def test_striding_nonlinear_without_program_uses_the_napi_skb_headroom() -> None
     skb = run.records[0]["skb"]
     # napi_alloc_skb reserves NET_SKB_PAD + NET_IP_ALIGN; MLX5E_RX_MAX_HEAD bytes are copied.
     assert skb["headroom"] == 64 and skb["nr_frags"] == 1 and skb["data"] == f.hex()
+
+
+@pytest.mark.rule("MLX5-RX-006")
+def test_a_linear_rq_only_where_hw_mtu_fits_a_page() -> None:
+    # Worked by hand from en/params.c (x86_64): MLX5_SKB_FRAG_SZ(headroom + MTU + 22) is
+    # SKB_DATA_ALIGN(...) + 320.  With a program: 256 + 3498 + 22 = 3776 = 59 * 64, + 320 =
+    # 4096 (fits); MTU 3499 rounds to 3840 + 320.  Without: 64 + 3690 + 22 = 3776 again.
+    assert rx.mlx5e_rx_get_linear_sz_skb(3498, xdp_prog=True) == 4096
+    assert rx.mlx5e_rx_get_linear_sz_skb(3499, xdp_prog=True) == 4160
+    assert rx.mlx5e_rx_get_linear_sz_skb(3690, xdp_prog=False) == 4096
+    rx.check_linear(rx.RqConfig(mtu=3498), xdp_prog=True)
+    rx.check_linear(rx.RqConfig(mtu=3690), xdp_prog=False)
+    rx.check_linear(rx.RqConfig(mtu=9978, linear=False), xdp_prog=True)
+    for mtu, prog in ((3499, True), (3691, False), (9978, False)):
+        with pytest.raises(InvalidConfig, match="MLX5_SKB_FRAG_SZ"):
+            rx.check_linear(rx.RqConfig(mtu=mtu), xdp_prog=prog)
+    with pytest.raises(InvalidConfig):  # the RQ is opened through the same check
+        rx.run(dev(), [udp(40)], rx.RqConfig(mtu=3499), lambda i: ret(PASS))
+    # The scenario's default is the kernel's choice for its MTU and program.
+    from conformance.components import mlx5
+    from conformance.scenario import Scenario
+
+    def linear(mtu: int, program: bool) -> bool:
+        sc = Scenario("mlx5", config={"mtu": mtu},
+                      program=({"op": "return", "action": 2},) if program else None)
+        return mlx5.rq_config_of(sc).linear
+
+    assert (linear(3498, True), linear(3499, True), linear(3690, False),
+            linear(3691, False)) == (True, False, True, False)
 
 
 @pytest.mark.rule("MLX5-XDP-004", "MLX5-XDP-003")

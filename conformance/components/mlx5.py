@@ -7,7 +7,8 @@ config:  ``key`` (hex), ``indir`` (ring numbers), optional ``compression`` ("non
          "real_time"), ``timestamps`` (one int per frame), ``budget`` (NAPI budget per
          poll, default 64) and ``start`` (initial CQ counter, default 0).
 frames:  Ethernet frames the device receives, in order.
-         Driver/XDP keys (step 2): ``rx_linear`` (default true), ``frag_size`` (legacy
+         Driver/XDP keys (step 2): ``rx_linear`` (default: linear where the MTU lets
+         ``mlx5e_rx_is_linear_skb`` choose it, MLX5-RX-006), ``frag_size`` (legacy
          non-linear WQE fragment), ``rxhash`` (NETIF_F_RXHASH, default true), ``hwtstamp``
          ("none"/"all"), ``xdpsq_size``, ``min_inline``, ``redirect_ok``.
 events:  unused in this step (a later step may carry a ring image instead of frames).
@@ -96,7 +97,7 @@ def rq_config_of(scenario: Scenario) -> rx.RqConfig:
     cfg = scenario.config
     return rx.RqConfig(
         rq_type=RqType(str(cfg.get("rq_type", "cyclic"))),
-        linear=bool(cfg.get("rx_linear", True)),
+        linear=bool(cfg.get("rx_linear", linear_by_default(scenario))),
         frag_size=int(cfg.get("frag_size", 1024)),
         log_stride_sz=int(cfg.get("log_stride_sz", 6)),
         mtu=int(cfg.get("mtu", 1500)),
@@ -112,6 +113,13 @@ def rq_config_of(scenario: Scenario) -> rx.RqConfig:
         dev_addr=bytes.fromhex(str(cfg.get("dev_addr", "020000000002")).replace(":", "")),
         kernel=kernel_of(scenario),
     )
+
+
+def linear_by_default(scenario: Scenario) -> bool:
+    """MLX5-RX-006: without ``rx_linear`` the RQ is what ``mlx5e_rx_is_linear_skb``
+    chooses: linear when a packet of ``hw_mtu`` fits a page with the RQ's headroom."""
+    mtu = int(scenario.config.get("mtu", 1500))
+    return rx.mlx5e_rx_get_linear_sz_skb(mtu, has_program(scenario)) <= rx.PAGE_SIZE
 
 
 def has_program(scenario: Scenario) -> bool:
@@ -687,8 +695,13 @@ def xdp_scenarios(draw: st.DrawFn, *, compressed_hash: bool = False) -> Scenario
         n = len(frames)
     else:
         config["rxhash"] = draw(st.integers(0, 5)) > 0
+    if draw(st.integers(0, 7)) == 0:
+        # MLX5-RX-006's edge: with a program, MTU 3498 is the largest a linear RQ holds.
+        config["mtu"] = draw(st.sampled_from([3498, 3499]))
     config.update(
-        rx_linear=draw(st.booleans()),
+        # MLX5-RX-006: a linear RQ only where hw_mtu fits a page (never at MTU 9978).
+        rx_linear=draw(st.booleans()) and rx.mlx5e_rx_get_linear_sz_skb(
+            config["mtu"], xdp_prog=True) <= rx.PAGE_SIZE,
         frag_size=draw(st.sampled_from([128, 256, 1024])),
         hwtstamp=draw(st.sampled_from(["none", "all"])),
         ts_format=draw(st.sampled_from(["free_running", "real_time"])),

@@ -24,7 +24,7 @@ from reference.errors import InvalidConfig, MalformedInput
 from reference.mlx5 import cqe as C
 from reference.mlx5.cq import Mlx5eRxCq, PollResult, RqParams
 from reference.mlx5.device import RqType
-from reference.mlx5.rx import Mlx5eRq, Ops, RqConfig
+from reference.mlx5.rx import Mlx5eRq, Ops, RqConfig, check_linear
 from reference.trace import Trace, emit
 
 #: MLX5-RING-001: the most CQ slots an image may hold (2**16; the CQ itself may be larger).
@@ -179,6 +179,7 @@ def replay(
     striding = rq_cfg.rq_type is RqType.STRIDING
     cq = Mlx5eRxCq(params, cc=image.cc)
     ring = bytearray(image.slots)
+    check_linear(rq_cfg, xdp_prog)  # MLX5-RX-006
     rq = Mlx5eRq(rq_cfg)
     rq.xdp_prog = xdp_prog
     records: list[dict[str, Any]] = []

@@ -63,6 +63,24 @@ def mlx5e_get_linear_rq_headroom(xdp_prog: bool) -> int:
     striding RQ."""
     return NET_IP_ALIGN + (XDP_PACKET_HEADROOM if xdp_prog else MLX5_RX_HEADROOM)
 
+def mlx5e_rx_get_linear_sz_skb(mtu: int, xdp_prog: bool) -> int:
+    """MLX5-RX-006: ``en/params.c: mlx5e_rx_get_linear_sz_skb`` (no XSK): the bytes one
+    linear skb of ``hw_mtu`` takes, headroom and aligned shared info included."""
+    return mlx5_skb_frag_sz(mlx5e_get_linear_rq_headroom(xdp_prog) + mtu + MLX5E_HARD_MTU)
+
+
+def check_linear(cfg: RqConfig, xdp_prog: bool) -> None:
+    """MLX5-RX-006: ``mlx5e_rx_is_linear_skb`` chooses a linear RQ only when a packet of
+    ``hw_mtu`` fits one page with the RQ's headroom and the shared info; a linear RQ the
+    kernel could not have opened is refused rather than simulated."""
+    if cfg.linear and mlx5e_rx_get_linear_sz_skb(cfg.mtu, xdp_prog) > PAGE_SIZE:
+        raise InvalidConfig(
+            "a linear RQ needs MLX5_SKB_FRAG_SZ(headroom + hw_mtu) <= PAGE_SIZE "
+            f"({mlx5e_rx_get_linear_sz_skb(cfg.mtu, xdp_prog)} with "
+            f"{'a' if xdp_prog else 'no'} program): the kernel opens it non-linear",
+            field="mtu", value=cfg.mtu, rule="MLX5-RX-006")
+
+
 Ops = Sequence[Mapping[str, Any]]
 
 
@@ -503,6 +521,7 @@ def open_stream(config: DeviceConfig, rq_cfg: RqConfig, budget: int = 64, *,
     device = Mlx5Device(config, pc=start)
     cq = Mlx5eRxCq(rq_params(config), cc=start)
     ring = new_ring(config.log_cq_size, start)
+    check_linear(rq_cfg, xdp_prog)  # MLX5-RX-006
     rq = Mlx5eRq(rq_cfg)
     rq.xdp_prog = xdp_prog
     return RxStream(device, cq, ring, rq, budget)
@@ -521,6 +540,6 @@ def run(
 ) -> DriverRun:
     """MLX5-RX-003: ``frames`` through a fresh RQ/CQ (see :meth:`RxStream.receive`); the
     RQ counts as opened with a program when any frame has one."""
-    stream = open_stream(config, rq_cfg, budget, start=start)
-    stream.rq.xdp_prog = any(program_for(i) is not None for i in range(len(frames)))
+    xdp_prog = any(program_for(i) is not None for i in range(len(frames)))
+    stream = open_stream(config, rq_cfg, budget, xdp_prog=xdp_prog, start=start)
     return stream.receive(frames, program_for, timestamps=timestamps, trace=trace)
