@@ -164,7 +164,13 @@ def _create(kernel: KernelVersion = OLD, **kw: object) -> int:
 @pytest.mark.rule("PP-INIT-001")
 def test_unknown_flag_is_einval() -> None:
     assert _create(flags=1 << 4) == -errno.EINVAL
-    assert _create(flags=PP_FLAG_SYSTEM_POOL | PP_FLAG_ALLOW_UNREADABLE_NETMEM) == 0
+    unreadable = PP_FLAG_SYSTEM_POOL | PP_FLAG_ALLOW_UNREADABLE_NETMEM
+    assert _create(flags=unreadable, netdev=object()) == 0
+    # Without the netdev whose RX queue it reads, page_pool_init would dereference NULL:
+    # refused, but only once the earlier checks have passed (an unknown flag is -EINVAL).
+    with pytest.raises(InvalidConfig, match="PP_FLAG_ALLOW_UNREADABLE_NETMEM"):
+        _create(flags=unreadable)
+    assert _create(flags=unreadable | 1 << 4) == -errno.EINVAL
 
 
 @pytest.mark.rule("PP-INIT-002")

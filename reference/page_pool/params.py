@@ -18,6 +18,7 @@ from .constants import (
     DMA_BIDIRECTIONAL,
     DMA_FROM_DEVICE,
     PP_FLAG_ALL,
+    PP_FLAG_ALLOW_UNREADABLE_NETMEM,
     PP_FLAG_DMA_MAP,
     PP_FLAG_DMA_SYNC_DEV,
     PP_RING_CLAMP,
@@ -129,6 +130,12 @@ def page_pool_init_check(params: PagePoolParams, kernel: KernelVersion = DEFAULT
         if not params.max_len:
             return _refuse(trace, "PP-INIT-004", -errno.EINVAL,
                            "PP_FLAG_DMA_SYNC_DEV with max_len 0")
+    if params.flags & PP_FLAG_ALLOW_UNREADABLE_NETMEM and params.netdev is None:
+        # PP-INIT-001: after the checks above the kernel reads the memory provider of
+        # netdev's RX queue queue_idx; with no netdev that is a NULL dereference (ERR-002).
+        raise InvalidConfig("PP_FLAG_ALLOW_UNREADABLE_NETMEM needs the netdev whose RX "
+                            "queue page_pool_init reads (none given: a NULL dereference)",
+                            field="flags", value=params.flags, rule="PP-INIT-001")
     if gate(kernel, "PP-INIT-007") and params.order > max_page_order:  # PP-INIT-007
         return _refuse(trace, "PP-INIT-007", -errno.EINVAL, "order above MAX_PAGE_ORDER",
                        order=params.order, max_page_order=max_page_order)
