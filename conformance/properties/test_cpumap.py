@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 
 from conformance.check import TargetSession, check
-from conformance.components import cpumap
+from conformance.components import cpumap, skb_edges
 from conformance.scenario import Scenario
 
 COMPONENT = cpumap.COMPONENT
@@ -69,4 +69,23 @@ def test_cpumap_each_fixed_case(rx_target: TargetSession, scenario: Scenario) ->
     entry without a program; the deleted entry's skbs freed before the next update), CPU
     B as CPU 0, the default map size refusing key 2, the largest map, ethertype and frag
     list the engine takes, and headroom a program pushes into on a recycled page."""
+    check(rx_target, scenario, COMPONENT)
+
+
+# --- the skb built from a frame the entry's program changed (conformance/components/
+# skb_edges.py; surviving mutants of reference/skb.py) ------------------------------------
+
+#: The rules of ``skb_edges.cpumap_skb_edge_scenarios``, spelled out for ``rx-oracle spec``.
+CPUMAP_SKB_EDGE_RULES = ("SKB-BUILD-001", "SKB-BUILD-002")
+if CPUMAP_SKB_EDGE_RULES != skb_edges.CPUMAP_SKB_EDGE_RULES:
+    raise RuntimeError("CPUMAP_SKB_EDGE_RULES differs from skb_edges.CPUMAP_SKB_EDGE_RULES")
+
+
+@pytest.mark.rule(*CPUMAP_SKB_EDGE_RULES)
+@pytest.mark.parametrize("scenario", [s for _, s in skb_edges.cpumap_skb_edge_scenarios()],
+                         ids=[name for name, _ in skb_edges.cpumap_skb_edge_scenarios()])
+def test_cpumap_skb_from_changed_frames(rx_target: TargetSession, scenario: Scenario) -> None:
+    """An skb built from a frame the entry's program gave 8 bytes of metadata
+    (``meta_len`` 8), and from an 802.3 frame cut to 2 or 1 bytes after the MAC header
+    (``eth_type_trans``: raw 802.3 when both bytes are there and read 0xFFFF, else 802.2)."""
     check(rx_target, scenario, COMPONENT)

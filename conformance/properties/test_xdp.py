@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 
 from conformance.check import TargetSession, check
-from conformance.components import xdp
+from conformance.components import skb_edges, xdp
 from conformance.scenario import Scenario
 
 COMPONENT = xdp.COMPONENT
@@ -69,6 +69,25 @@ def test_xdp_each_way_back(rx_target: TargetSession, scenario: Scenario) -> None
     that give frags back and end one byte into the frag before them (XDP-ADJ-009)."""
     check(rx_target, scenario, COMPONENT)
 
+
+
+# --- the frame conversion and the memory model at bounds the draws miss (conformance/
+# components/skb_edges.py; surviving mutants of reference/xdp/frame.py and mem.py) --------
+
+#: The rules of :func:`skb_edges.xdp_frame_edge_scenarios`, spelled out for ``rx-oracle spec``.
+XDP_FRAME_EDGE_RULES = ("XDP-FRAME-002", "XDP-MEM-005")
+if XDP_FRAME_EDGE_RULES != skb_edges.XDP_FRAME_EDGE_RULES:
+    raise RuntimeError("XDP_FRAME_EDGE_RULES differs from skb_edges.XDP_FRAME_EDGE_RULES")
+
+
+@pytest.mark.rule(*XDP_FRAME_EDGE_RULES)
+@pytest.mark.parametrize("scenario", [s for _, s in skb_edges.xdp_frame_edge_scenarios()],
+                         ids=[name for name, _ in skb_edges.xdp_frame_edge_scenarios()])
+def test_xdp_frame_and_mem_model_edges(rx_target: TargetSession, scenario: Scenario) -> None:
+    """A 40-byte buffer sent with XDP_TX (-ENOSPC: no headroom for the frame), and a
+    failed page_pool registration (type written, no id) followed by an unregister or a
+    second register: no page_pool is destroyed."""
+    check(rx_target, scenario, COMPONENT)
 
 #: The rules :func:`xdp.frag_tailroom_scenarios` aims at, spelled out for ``rx-oracle spec``.
 FRAG_TAILROOM_RULES = ("XDP-ADJ-008",)
