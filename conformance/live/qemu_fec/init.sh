@@ -78,11 +78,24 @@ rxo_seen() {
 	SEEN=$((a + b))
 }
 
-# rxo_wait N BASE: until rx_packets + rx_errors reach BASE + N (or 3 s), then settle.
+# rxo_now: the guest's uptime in hundredths of a second, into NOW.
+rxo_now() {
+	read -r up _ < /proc/uptime
+	NOW=$(( ${up%.*} * 100 + 1${up#*.} - 100 ))
+}
+
+# rxo_wait N BASE: until rx_packets + rx_errors reach BASE + N, then settle.  A frame the
+# MAC drops without counting it never arrives, so the wait also ends once the count has
+# stood still for 2 s, but not before 3 s (a loaded host can hold frames back that long:
+# a fixed 3 s once dumped the counters of a guest still receiving), and after 20 s at most.
 rxo_wait() {
-	n=0
-	while rxo_seen && [ $SEEN -lt $(($2 + $1)) ] && [ $n -lt 300 ]; do
-		sleep 0.01; n=$((n + 1))
+	rxo_now; w_start=$NOW; w_moved=$NOW; w_last=-1
+	while rxo_seen && [ $SEEN -lt $(($2 + $1)) ]; do
+		rxo_now
+		if [ $SEEN -ne $w_last ]; then w_last=$SEEN; w_moved=$NOW; fi
+		[ $((NOW - w_start)) -ge 2000 ] && break
+		[ $((NOW - w_start)) -ge 300 ] && [ $((NOW - w_moved)) -ge 200 ] && break
+		sleep 0.01
 	done
 	sleep 0.05
 }
