@@ -53,9 +53,10 @@ XDP_FRAME_EDGE_RULES = ("XDP-FRAME-002", "XDP-MEM-005")
 
 def xdp_frame_edge_scenarios() -> list[tuple[str, Scenario]]:
     """The frame conversion and the queue's memory model at bounds the draws miss: a
-    40-byte buffer (``frame_sz`` 40, the smallest whose ``struct xdp_frame`` still fits in
-    the model's memory) sent with XDP_TX: 26 bytes of headroom cannot hold the frame, so
-    ``xdp_convert_buff_to_frame`` fails with -ENOSPC (XDP-FRAME-002); and a page_pool
+    40-byte buffer (``frame_sz`` 40, just large enough for a ``struct xdp_frame``) and a
+    39-byte one sent with XDP_TX: 26 or 25 bytes of headroom cannot hold the frame, so
+    ``xdp_convert_buff_to_frame`` fails with -ENOSPC before it writes anything
+    (XDP-FRAME-002); and a page_pool
     registration without a pool (-EINVAL, the type already written, no allocator id), then
     the queue unregistered, or registered again (which unregisters it first): with id 0
     ``xdp_unreg_mem_model`` destroys no page_pool (XDP-MEM-005)."""
@@ -65,6 +66,9 @@ def xdp_frame_edge_scenarios() -> list[tuple[str, Scenario]]:
     return [
         ("frame_sz 40, XDP_TX", Scenario(
             component="xdp", config={"frame_sz": 40, "headroom": 26}, frames=(frame,),
+            program=tx, rules=XDP_FRAME_EDGE_RULES)),
+        ("frame_sz 39, XDP_TX", Scenario(  # shorter than the header: -ENOSPC all the same
+            component="xdp", config={"frame_sz": 39, "headroom": 25}, frames=(frame,),
             program=tx, rules=XDP_FRAME_EDGE_RULES)),
         ("page_pool registration without a pool, then unreg", Scenario(
             component="xdp", config={"rxq_ops": [{"op": "reg"}, failed_pool, {"op": "unreg"}]},

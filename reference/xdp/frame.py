@@ -165,6 +165,9 @@ def xdp_update_frame_from_buff(
                     message="Driver BUG: missing reserved tailroom", data_end=xdp.data_end,
                     hard_end=xdp_data_hard_end(xdp), ret=-errno.ENOSPC)
         return -errno.ENOSPC
+    if frame.addr + xdp.arch.sizeof_xdp_frame > len(frame.page):  # self-check
+        raise StateViolation("no room for the frame header in the buffer", obj="xdp_buff",
+                             rule="XDP-FRAME-004")
     frame.write(data=xdp.data, len=xdp.data_end - xdp.data,
                 headroom=headroom - xdp.arch.sizeof_xdp_frame, metasize=metasize,
                 frame_sz=xdp.frame_sz, flags=xdp.flags)
@@ -193,11 +196,10 @@ def xdp_convert_buff_to_frame(
         raise StateViolation("xdp->rxq is NULL", obj="xdp_buff", rule="XDP-FRAME-004")
     if xdp.rxq.mem.type == MemType.MEM_TYPE_XSK_BUFF_POOL:
         return _convert_zc_to_xdp_frame(xdp, alloc_page, released, trace)
-    page = xdp._page()
-    if xdp.data_hard_start + xdp.arch.sizeof_xdp_frame > len(page):
-        raise StateViolation("no room for the frame header in the buffer", obj="xdp_buff",
-                             rule="XDP-FRAME-004")
-    frame = XdpFrame(page, xdp.data_hard_start, xdp.arch)
+    # The header goes at data_hard_start only once xdp_update_frame_from_buff found room
+    # for it below the data (-ENOSPC first, whatever frame_sz is: a buffer shorter than
+    # the header has less headroom than that).
+    frame = XdpFrame(xdp._page(), xdp.data_hard_start, xdp.arch)
     if xdp_update_frame_from_buff(xdp, frame, warns=warns, trace=trace) < 0:
         return None
     frame.write(mem_type=xdp.rxq.mem.type)
