@@ -18,6 +18,10 @@ The full run's kfuncs.py triage found cpumap missing: its entry program goes thr
 ``map_update_prog``'s CPUMAP branch (KFUNC-MAP-004), so cpumap checks kfuncs.py too; its
 page_pool triage found fec missing there (its descriptors carry the pool's ``dma_addr`` and
 its TX fates are the pool's put outcomes, FEC-TX-007): 13 page_pool survivors fec kills.
+The xdp triage found fec missing for ``xdp/arch.py`` (only fec builds the 32-bit ARM
+layout: its ``skb_shared_info``, ``skb_frag_t`` and ``xdp_frame`` sizes) and for
+``xdp/rxq.py`` (fec registers its page_pool memory model with the default arguments), and
+tun for ``xdp/arch.py`` (its ``buflen`` is ``align_up``'s).
 
 | reference module | components | why |
 |---|---|---|
@@ -34,6 +38,8 @@ its TX fates are the pool's put outcomes, FEC-TX-007): 13 page_pool survivors fe
 | ``kfuncs.py`` | kfunc, cpumap, xdp, veth, rss, mlx5 | dispatch, ops, hash types, map updates |
 | ``xdp/frame.py``, ``xdp/mem.py`` | xdp, cpumap | frame conversion and memory return feed cpumap |
 | ``xdp/buff.py`` | xdp, veth, mlx5 | mlx5 reuses its buffer per RQ: a stale field shows there |
+| ``xdp/arch.py`` | xdp, veth, fec, tun | fec's 32-bit ARM layout; tun's ``buflen`` (``align_up``) |
+| ``xdp/rxq.py`` | xdp, veth, fec | fec registers its queue with the defaults |
 | ``xdp/*`` (the rest) | xdp, veth | the generic buffer path and veth's |
 | ``page_pool/*`` | page_pool, cpumap, fec | cpumap recycles; fec reports DMA addresses, put fates |
 | ``kernel.py`` | fec, tun, kfunc, xdp, page_pool, cpumap, zcrx, mlx5 | their version gates |
@@ -77,6 +83,8 @@ TABLE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reference/xdp/frame.py", ("xdp", "cpumap")),
     ("reference/xdp/mem.py", ("xdp", "cpumap")),
     ("reference/xdp/buff.py", ("xdp", "veth", "mlx5")),
+    ("reference/xdp/arch.py", ("xdp", "veth", "fec", "tun")),
+    ("reference/xdp/rxq.py", ("xdp", "veth", "fec")),
     ("reference/xdp/*", ("xdp", "veth")),
     ("reference/page_pool/*", ("page_pool", "cpumap", "fec")),
 )

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.check import TargetSession, check
-from conformance.components import fec
+from conformance.components import fec, layout_edges
 from conformance.scenario import Scenario
 
 COMPONENT = fec.COMPONENT
@@ -133,4 +133,19 @@ def test_fec_state_families(rx_target: TargetSession, scenario: Scenario) -> Non
     the MAC's TX positions on queues 1 and 2; a budget-0 poll a further frame can see;
     XDP buffers held until close; the free count after a completion; TX still queued at
     the end; XDP_TX from an odd offset; f601899e4321's XDP_TX queue; default config keys."""
+    check(rx_target, scenario, COMPONENT)
+
+
+#: The rules :func:`layout_edges.fec_scenarios` aims at, spelled out for ``rx-oracle spec``.
+ARMHF_FRAME_RULES = ("FEC-RX-017", "XDP-ADJ-002")
+if ARMHF_FRAME_RULES != layout_edges.FEC_RULES:
+    raise RuntimeError("ARMHF_FRAME_RULES differs from layout_edges.FEC_RULES")
+
+
+@pytest.mark.rule(*ARMHF_FRAME_RULES)
+@pytest.mark.parametrize("scenario", [s for _, s in layout_edges.fec_scenarios()],
+                         ids=[name for name, _ in layout_edges.fec_scenarios()])
+def test_fec_armhf_xdp_frame_reserve(rx_target: TargetSession, scenario: Scenario) -> None:
+    """On 32-bit ARM the head moves down to exactly the 32-byte ``struct xdp_frame``
+    reserve (0) and not one byte further (-EINVAL), with and without the SHIFT16 pad."""
     check(rx_target, scenario, COMPONENT)

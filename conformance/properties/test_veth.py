@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, reject
 
 from conformance.check import RuleMismatch, TargetSession, check, expected_at
-from conformance.components import veth
+from conformance.components import layout_edges, veth
 from conformance.scenario import Scenario
 from reference.errors import InvalidConfig
 
@@ -129,3 +129,22 @@ def _check_hash_equalities(rx_target: TargetSession, scenario: Scenario,
                     f"hashes {got[j]:#x}, {got[i]:#x}; expected them "
                     f"{'equal' if want[i] == want[j] else 'different'}",
                     rules, scenario, expected)
+
+
+# --- the page_pool copy's layout at its edges (branch tri4-arch) ----------------------------
+
+#: The rules :func:`layout_edges.veth_scenarios` aims at, spelled out for ``rx-oracle spec``.
+VETH_LAYOUT_RULES = ("VETH-SKB-002", "XDP-ADJ-006")
+if VETH_LAYOUT_RULES != layout_edges.VETH_RULES:
+    raise RuntimeError("VETH_LAYOUT_RULES differs from layout_edges.VETH_RULES")
+
+
+@pytest.mark.rule(*VETH_LAYOUT_RULES)
+@pytest.mark.parametrize("scenario", [s for _, s in layout_edges.veth_scenarios()],
+                         ids=[name for name, _ in layout_edges.veth_scenarios()])
+def test_veth_copy_layout_edges(rx_target: TargetSession, scenario: Scenario) -> None:
+    """The tail grown to exactly the end of the page_pool copy: a 65-byte frame
+    (``SKB_DATA_ALIGN`` rounds up from one byte past a cache line), a copy of exactly half
+    a page (still a fragment) and one of more than half (a whole page, and one byte past
+    its end: -EINVAL).  The draws keep growth out of the page_pool-dependent band."""
+    check(rx_target, scenario, COMPONENT)

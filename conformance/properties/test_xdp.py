@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 
 from conformance.check import TargetSession, check
-from conformance.components import skb_edges, xdp
+from conformance.components import layout_edges, skb_edges, xdp
 from conformance.scenario import Scenario
 
 COMPONENT = xdp.COMPONENT
@@ -123,4 +123,19 @@ def test_xdp_helper_edges(rx_target: TargetSession, scenario: Scenario) -> None:
     (-EOPNOTSUPP), a frag grown where ``frag_size`` equals ``frame_sz`` (allowed), 256
     bytes of metadata (-EACCES), MAX_SKB_FRAGS frags, and a tail at exactly
     ``xdp_data_hard_end`` sent with XDP_TX (converted, no WARN)."""
+    check(rx_target, scenario, COMPONENT)
+
+
+#: The rules :func:`layout_edges.rxq_scenarios` aims at, spelled out for ``rx-oracle spec``.
+RXQ_FRAG_SIZE_RULES = ("XDP-MEM-005",)
+if RXQ_FRAG_SIZE_RULES != layout_edges.RXQ_RULES:
+    raise RuntimeError("RXQ_FRAG_SIZE_RULES differs from layout_edges.RXQ_RULES")
+
+
+@pytest.mark.rule(*RXQ_FRAG_SIZE_RULES)
+@pytest.mark.parametrize("scenario", [s for _, s in layout_edges.rxq_scenarios()],
+                         ids=[name for name, _ in layout_edges.rxq_scenarios()])
+def test_xdp_rxq_frag_size_edges(rx_target: TargetSession, scenario: Scenario) -> None:
+    """A queue registered with a ``frag_size`` of 2**31 and of U32_MAX (a u32: both
+    register; the draws use 0 or a frag page's size)."""
     check(rx_target, scenario, COMPONENT)
