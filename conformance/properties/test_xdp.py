@@ -118,7 +118,7 @@ if HELPER_EDGE_RULES != xdp.HELPER_EDGE_RULES:
 @pytest.mark.parametrize("scenario", [s for _, s in xdp.helper_edge_scenarios()],
                          ids=[name for name, _ in xdp.helper_edge_scenarios()])
 def test_xdp_helper_edges(rx_target: TargetSession, scenario: Scenario) -> None:
-    """Helper offsets above 32 bits (read as an int), a one-byte tail grow after a shrink
+    """A one-byte tail grow after a shrink
     (zeroed), a multi-buffer tail adjusted by 0 on a queue without ``frag_size``
     (-EOPNOTSUPP), a frag grown where ``frag_size`` equals ``frame_sz`` (allowed), 256
     bytes of metadata (-EACCES), MAX_SKB_FRAGS frags, and a tail at exactly
