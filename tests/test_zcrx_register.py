@@ -99,7 +99,7 @@ TABLE: list[tuple[str, str, dict[str, Any], int]] = [
     ("ZCRX-AREA-001", "rq_area_token set", {"area": {"rq_area_token": 1 << 48}}, -E.EINVAL),
     ("ZCRX-AREA-001", "area __resv2", {"area": {"resv2": (0, 9)}}, -E.EINVAL),
     ("ZCRX-AREA-002", "len 0", {"area": {"len": 0}}, -E.EFAULT),
-    ("ZCRX-AREA-002", "len above 1 GiB", {"area": {"len": (1 << 30) + 4096}}, -E.EFAULT),
+    ("ZCRX-AREA-002", "len above 1 TiB", {"area": {"len": (1 << 40) + 4096}}, -E.EINVAL),
     ("ZCRX-AREA-002", "range wraps", {"area": {"addr": (1 << 64) - 8192}}, -E.EOVERFLOW),
     ("ZCRX-AREA-003", "addr unaligned", {"area": {"addr": ADDR + 8}}, -E.EINVAL),
     ("ZCRX-AREA-003", "len unaligned", {"area": {"len": MIB + 100}}, -E.EINVAL),
@@ -352,3 +352,22 @@ def test_before_v7_0_the_driver_keeps_its_page_size_and_nothing_is_written_back(
     res = R.register_zcrx(R.RingCtx(), attrs.evolve(g, event_desc=0x1000), a, d, nd,
                           kernel=old)
     assert (res.rc, res.rule) == (-errno.EINVAL, "ZCRX-REG-003")
+
+
+@pytest.mark.rule("ZCRX-AREA-002")
+def test_area_length_limit_moves_from_1_gib_to_1_tib() -> None:
+    """Read in 6.12.118 and 7.2.13/7.3.4 ``io_validate_user_buf_range``: before the gate
+    every length above 1 GiB is -EFAULT; after it there is no 1 GiB limit and a length
+    above 1 TiB is -EINVAL, both before the overflow check."""
+    from reference.kernel import resolve_kernel
+
+    before, after = resolve_kernel("6.18"), resolve_kernel("7.3")
+    gib, tib, top = 1 << 30, 1 << 40, 1 << 64
+    check = R.validate_user_buf_range
+    assert [check(ADDR, n, before) for n in (gib, gib + 4096, tib + 4096)] == [
+        0, -E.EFAULT, -E.EFAULT]
+    assert [check(ADDR, n, after) for n in (gib, gib + 4096, tib, tib + 4096)] == [
+        0, 0, 0, -E.EINVAL]
+    assert check(top - 4096, tib + 4096, after) == -E.EINVAL  # the cap before the overflow
+    assert check(top - 4096, gib, after) == -E.EOVERFLOW
+    assert check(ADDR, 0, after) == check(ADDR, 0, before) == -E.EFAULT

@@ -57,8 +57,10 @@ IO_RQ_MAX_ENTRIES = 32768
 #: The supported registration flags (``io_uring/zcrx.h: ZCRX_SUPPORTED_REG_FLAGS``).
 ZCRX_SUPPORTED_REG_FLAGS = ZCRX_REG_IMPORT | ZCRX_REG_NODEV
 IO_ZCRX_AREA_SUPPORTED_FLAGS = IORING_ZCRX_AREA_DMABUF
-#: ``io_validate_user_buf_range``: the arbitrary 1 GiB limit of the v6.15 .. v7.0 trees.
+#: ``io_validate_user_buf_range``: the arbitrary 1 GiB limit before the ZCRX-AREA-002 gate,
+#: and the 1 TiB cap after it.
 SZ_1G = 1 << 30
+SZ_1T = 1 << 40
 INT_MAX = (1 << 31) - 1
 #: ``include/net/netdev_queues.h``: the driver checks and honours a provider page size.
 QCFG_RX_PAGE_SIZE = 0x1
@@ -166,9 +168,17 @@ def io_area_max_shift(chunks: tuple[int, ...]) -> int:
     return min((c & -c).bit_length() - 1 for c in chunks)
 
 
-def validate_user_buf_range(addr: int, length: int) -> int:
-    """``io_validate_user_buf_range`` (ZCRX-AREA-002)."""
-    if length == 0 or length > SZ_1G:
+def validate_user_buf_range(addr: int, length: int,
+                            kernel: KernelVersion = DEFAULT_KERNEL) -> int:
+    """``io_validate_user_buf_range`` (ZCRX-AREA-002): length 0 is -EFAULT; above 1 GiB
+    -EFAULT too before the version gate, above 1 TiB -EINVAL after it; then the end
+    (``PAGE_ALIGN``) must not pass 2^64 (-EOVERFLOW)."""
+    if length == 0:
+        return -errno.EFAULT
+    if gate(kernel, "ZCRX-AREA-002"):
+        if length > SZ_1T:
+            return -errno.EINVAL
+    elif length > SZ_1G:
         return -errno.EFAULT
     if addr + _align(length, PAGE_SIZE) > U64:
         return -errno.EOVERFLOW
@@ -318,7 +328,7 @@ def register_zcrx(ctx: RingCtx, reg: IoUringZcrxIfqReg, area: IoUringZcrxAreaReg
     if any(area.resv2):
         return fail(-errno.EINVAL, "ZCRX-AREA-001", "area __resv2 not zero")
     emit(trace, "ZCRX-AREA-001", "area flags, token and reserved words accepted")
-    rc = validate_user_buf_range(area.addr, area.len)
+    rc = validate_user_buf_range(area.addr, area.len, kernel)
     if rc:
         return fail(rc, "ZCRX-AREA-002", "area range refused")
     if area.addr & (PAGE_SIZE - 1) or area.len & (PAGE_SIZE - 1):
