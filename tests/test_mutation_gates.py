@@ -80,3 +80,18 @@ def test_an_entry_changed_everywhere_is_judged_in_each_series() -> None:
              and "arguments 4 and 5" in m.description)
     versions = gates.kernels_for(m, ROOT)
     assert {v.rsplit(".", 1)[0] for v in versions} == {"7.3", "6.18", "6.12"}
+
+
+def test_a_function_that_reads_a_gate_is_judged_at_the_older_trees_too() -> None:
+    """register_zcrx keeps ZCRX-BUFLEN-001's answer in ``large_buffers`` and tests it on
+    later lines: a mutant there may differ only at 6.18, though the default kernel runs
+    its line, so the run does not settle it at the default kernel alone."""
+    def at(function: str) -> Mutant:
+        return Mutant(path="reference/zcrx/register.py", line=1, col=0, end_line=1,
+                      end_col=1, operator="int", original="1", replacement="(2)",
+                      function=function)
+
+    assert gates.reads_a_gate(at("register_zcrx"), ROOT)
+    assert gates.reads_a_gate(at("validate_user_buf_range"), ROOT)  # ZCRX-AREA-002
+    assert not gates.reads_a_gate(at("io_area_max_shift"), ROOT)
+    assert not gates.reads_a_gate(at(""), ROOT)

@@ -24,6 +24,7 @@ cost only the survivors nobody has judged yet whose code the default kernel neve
 
 from __future__ import annotations
 
+import ast
 import functools
 import sys
 import types
@@ -130,6 +131,38 @@ def _judged_trees(source: str) -> tuple[str, ...]:
     return (*(str(v) for v in trees),
             *(str(f) for f, v in zip(firsts, trees, strict=True)
               if f != v and _answers(pristine, f) != _answers(pristine, v)))
+
+
+def reads_a_gate(mutant: Mutant, root: Path) -> bool:
+    """Whether the function ``mutant`` is in calls ``gate()`` itself: its lines may carry a
+    gate's answer in a local variable (``register_zcrx``'s ``large_buffers``), so a line the
+    default kernel executes can still differ only at an older tree."""
+    if not mutant.function:
+        return False
+    return mutant.function in _gated_functions((root / mutant.path).read_text())
+
+
+@functools.lru_cache(maxsize=64)
+def _gated_functions(source: str) -> frozenset[str]:
+    """The qualified names (as :class:`Mutant` names them) of the functions of ``source``
+    whose own body calls ``gate``."""
+    tree = ast.parse(source)
+    found: set[str] = set()
+
+    def visit(node: ast.AST, scopes: tuple[str, ...]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = (*scopes, child.name)
+                if not isinstance(child, ast.ClassDef) and any(
+                        isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                        and n.func.id == "gate" for n in ast.walk(child)):
+                    found.add(".".join(inner))
+                visit(child, inner)
+            else:
+                visit(child, scopes)
+
+    visit(tree, ())
+    return frozenset(found)
 
 
 def kernels_for(mutant: Mutant, root: Path, *, default_only: bool = False) -> tuple[str, ...]:

@@ -263,14 +263,16 @@ def run_all(
     :func:`selection.showing_lines`) or else by ``executed`` (the lines the default
     kernel's ci run executes, per module).  That saves most of a full run's re-runs, but
     misses a difference only an older tree's values show (a line every tree runs, with a
-    value only older ones let through: ``PP_RING_SIZE_LIMIT``'s comparison)."""
+    value only older ones let through: ``PP_RING_SIZE_LIMIT``'s comparison), except in a
+    function that reads a gate itself (:func:`gates.reads_a_gate`), whose survivors are
+    always judged at the older trees too."""
     items = list(work)
     settled = equivalents.judge((m for m, _ in items), root)
 
     def default_only(m: Mutant, components: tuple[str, ...]) -> bool:
         if m.id in settled:
             return True
-        if older_trees != "unexecuted":
+        if older_trees != "unexecuted" or gates.reads_a_gate(m, root):
             return False
         if selection is not None and str(DEFAULT_KERNEL) in selection.kernels:
             return selection.properties(m, str(DEFAULT_KERNEL), components, root) != ()
