@@ -18,6 +18,11 @@ The full run's kfuncs.py triage found cpumap missing: its entry program goes thr
 ``map_update_prog``'s CPUMAP branch (KFUNC-MAP-004), so cpumap checks kfuncs.py too; its
 page_pool triage found fec missing there (its descriptors carry the pool's ``dma_addr`` and
 its TX fates are the pool's put outcomes, FEC-TX-007): 13 page_pool survivors fec kills.
+The buffer modules' triage found cpumap and mlx5 missing: cpumap keeps one page per pfn
+across recycling, so a head page's shared info is stale when it comes back (a first frag
+that does not reset ``xdp_frags_size``: SKB-BUILD-001), its program adjusts multi-buffer
+frames (CPUMAP-MB-001), and mlx5's fragment pages take ``Page.zeroed``'s defaults (a
+pfmemalloc default shows in its buffer's flags, MLX5-XDP-001).
 
 | reference module | components | why |
 |---|---|---|
@@ -33,7 +38,9 @@ its TX fates are the pool's put outcomes, FEC-TX-007): 13 page_pool survivors fe
 | ``checksum.py`` | fec, mlx5 | both drivers' checksum offload |
 | ``kfuncs.py`` | kfunc, cpumap, xdp, veth, rss, mlx5 | dispatch, ops, hash types, map updates |
 | ``xdp/frame.py``, ``xdp/mem.py`` | xdp, cpumap | frame conversion and memory return feed cpumap |
-| ``xdp/buff.py`` | xdp, veth, mlx5 | mlx5 reuses its buffer per RQ: a stale field shows there |
+| ``xdp/buff.py`` | xdp, veth, mlx5, cpumap | mlx5 reuses its buffer per RQ: a stale field shows there; cpumap recycles head pages, whose shared info is stale |
+| ``xdp/helpers.py`` | xdp, veth, cpumap, mlx5 | cpumap's program adjusts multi-buffer frames; mlx5 runs programs on its fragments |
+| ``xdp/memory.py`` | xdp, veth, cpumap, mlx5 | cpumap keeps one page per pfn across recycling; mlx5's fragment pages |
 | ``xdp/*`` (the rest) | xdp, veth | the generic buffer path and veth's |
 | ``page_pool/*`` | page_pool, cpumap, fec | cpumap recycles; fec reports DMA addresses, put fates |
 | ``kernel.py`` | fec, tun, kfunc, xdp, page_pool, cpumap, zcrx, mlx5 | their version gates |
@@ -76,7 +83,9 @@ TABLE: tuple[tuple[str, tuple[str, ...]], ...] = (
                              "mlx5")),
     ("reference/xdp/frame.py", ("xdp", "cpumap")),
     ("reference/xdp/mem.py", ("xdp", "cpumap")),
-    ("reference/xdp/buff.py", ("xdp", "veth", "mlx5")),
+    ("reference/xdp/buff.py", ("xdp", "veth", "mlx5", "cpumap")),
+    ("reference/xdp/helpers.py", ("xdp", "veth", "cpumap", "mlx5")),
+    ("reference/xdp/memory.py", ("xdp", "veth", "cpumap", "mlx5")),
     ("reference/xdp/*", ("xdp", "veth")),
     ("reference/page_pool/*", ("page_pool", "cpumap", "fec")),
 )

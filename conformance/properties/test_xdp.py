@@ -3,6 +3,8 @@ reference's return codes, bytes, lengths, verdicts and xdp_frame conversions."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 
@@ -104,4 +106,48 @@ def test_xdp_helper_edges(rx_target: TargetSession, scenario: Scenario) -> None:
     (-EOPNOTSUPP), a frag grown where ``frag_size`` equals ``frame_sz`` (allowed), 256
     bytes of metadata (-EACCES), MAX_SKB_FRAGS frags, and a tail at exactly
     ``xdp_data_hard_end`` sent with XDP_TX (converted, no WARN)."""
+    check(rx_target, scenario, COMPONENT)
+
+
+# --- reference/xdp/buff.py, helpers.py, memory.py: the frags' edges (branch tri4-buf) -----
+#: The rules :func:`buf_edge_scenarios` aims at (``rx-oracle spec`` reads the marker).
+BUF_EDGE_RULES = ("XDP-ADJ-008", "XDP-ADJ-009")
+
+
+def _run(*ops: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    return (*ops, {"op": "get_buff_len"}, {"op": "return", "action": 2})
+
+
+def buf_edge_scenarios() -> list[tuple[str, Scenario]]:
+    """Frag pages of 128 bytes, 100 bytes in the linear part, no zero byte in the frame
+    (a byte the kernel zeroes must read 0):
+
+    - the last frag shrunk by one byte and grown by one again: the grow zeroes the byte it
+      adds back (XDP-ADJ-008, the ``memset`` of ``bpf_xdp_frags_increase_tail``; the shrink
+      leaves the old byte in place, XDP-ADJ-009);
+    - a last frag of 99 bytes, so its tailroom (29) is odd, grown by exactly 29 (to the
+      end of its page: allowed) and by 30 (-EINVAL), in both the unsigned tailroom of the
+      kernels before 88b6b7f7b216 and the signed one after (XDP-ADJ-008).
+    """
+    whole = bytes(i % 250 + 1 for i in range(328))
+    config = {"frag_size": 128, "linear_max": 100}
+    return [
+        ("last frag shrunk by 1, grown by 1", Scenario(
+            component="xdp", frames=(whole,), config=config,
+            program=_run({"op": "adjust_tail", "delta": -1}, {"op": "adjust_tail", "delta": 1}),
+            rules=BUF_EDGE_RULES)),
+        ("odd tailroom grown to the page's end", Scenario(
+            component="xdp", frames=(whole[:327],) * 2, config=config,
+            per_packet_programs={n: _run({"op": "adjust_tail", "delta": 29 + n})
+                                 for n in (0, 1)},
+            rules=BUF_EDGE_RULES)),
+    ]
+
+
+@pytest.mark.rule(*BUF_EDGE_RULES)
+@pytest.mark.parametrize("scenario", [s for _, s in buf_edge_scenarios()],
+                         ids=[name for name, _ in buf_edge_scenarios()])
+def test_buf_frag_edges(rx_target: TargetSession, scenario: Scenario) -> None:
+    """A frag grown back over a byte a shrink left (zeroed), and an odd last-frag
+    tailroom grown to exactly the frag page's end and one byte past it."""
     check(rx_target, scenario, COMPONENT)
