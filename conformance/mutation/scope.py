@@ -38,9 +38,9 @@ pfmemalloc default shows in its buffer's flags, MLX5-XDP-001).
 | ``checksum.py`` | fec, mlx5 | both drivers' checksum offload |
 | ``kfuncs.py`` | kfunc, cpumap, xdp, veth, rss, mlx5 | dispatch, ops, hash types, map updates |
 | ``xdp/frame.py``, ``xdp/mem.py`` | xdp, cpumap | frame conversion and memory return feed cpumap |
-| ``xdp/buff.py`` | xdp, veth, mlx5, cpumap | mlx5 reuses its buffer per RQ: a stale field shows there; cpumap recycles head pages, whose shared info is stale |
-| ``xdp/helpers.py`` | xdp, veth, cpumap, mlx5 | cpumap's program adjusts multi-buffer frames; mlx5 runs programs on its fragments |
-| ``xdp/memory.py`` | xdp, veth, cpumap, mlx5 | cpumap keeps one page per pfn across recycling; mlx5's fragment pages |
+| ``xdp/buff.py`` | xdp, veth, mlx5, cpumap | mlx5 reuses its buffer per RQ; cpumap its pages |
+| ``xdp/helpers.py`` | xdp, veth, cpumap, mlx5 | their programs adjust frags too |
+| ``xdp/memory.py`` | xdp, veth, cpumap, mlx5 | recycled and fragment pages |
 | ``xdp/*`` (the rest) | xdp, veth | the generic buffer path and veth's |
 | ``page_pool/*`` | page_pool, cpumap, fec | cpumap recycles; fec reports DMA addresses, put fates |
 | ``kernel.py`` | fec, tun, kfunc, xdp, page_pool, cpumap, zcrx, mlx5 | their version gates |

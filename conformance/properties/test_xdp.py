@@ -111,7 +111,7 @@ def test_xdp_helper_edges(rx_target: TargetSession, scenario: Scenario) -> None:
 
 # --- reference/xdp/buff.py, helpers.py, memory.py: the frags' edges (branch tri4-buf) -----
 #: The rules :func:`buf_edge_scenarios` aims at (``rx-oracle spec`` reads the marker).
-BUF_EDGE_RULES = ("XDP-ADJ-008", "XDP-ADJ-009")
+BUF_EDGE_RULES = ("XDP-ADJ-008", "XDP-ADJ-009", "XDP-BUFF-007")
 
 
 def _run(*ops: dict[str, Any]) -> tuple[dict[str, Any], ...]:
@@ -127,7 +127,11 @@ def buf_edge_scenarios() -> list[tuple[str, Scenario]]:
       leaves the old byte in place, XDP-ADJ-009);
     - a last frag of 99 bytes, so its tailroom (29) is odd, grown by exactly 29 (to the
       end of its page: allowed) and by 30 (-EINVAL), in both the unsigned tailroom of the
-      kernels before 88b6b7f7b216 and the signed one after (XDP-ADJ-008).
+      kernels before 88b6b7f7b216 and the signed one after (XDP-ADJ-008);
+    - frags cut in 32-byte pieces from pages of 96 bytes (``coalesce_page``): each page's
+      first piece takes a new slot and its other two coalesce into that slot, never into
+      an earlier page's (XDP-BUFF-007: the kernel compares with the last slot only), so
+      200 frag bytes make three slots and give four page references back.
     """
     whole = bytes(i % 250 + 1 for i in range(328))
     config = {"frag_size": 128, "linear_max": 100}
@@ -141,6 +145,10 @@ def buf_edge_scenarios() -> list[tuple[str, Scenario]]:
             per_packet_programs={n: _run({"op": "adjust_tail", "delta": 29 + n})
                                  for n in (0, 1)},
             rules=BUF_EDGE_RULES)),
+        ("frags coalesced within each of three pages", Scenario(
+            component="xdp", frames=(whole[:300],),
+            config={**config, "coalesce": True, "frag_size": 32, "coalesce_page": 96},
+            program=_run({"op": "adjust_tail", "delta": -8}), rules=BUF_EDGE_RULES)),
     ]
 
 
@@ -148,6 +156,7 @@ def buf_edge_scenarios() -> list[tuple[str, Scenario]]:
 @pytest.mark.parametrize("scenario", [s for _, s in buf_edge_scenarios()],
                          ids=[name for name, _ in buf_edge_scenarios()])
 def test_buf_frag_edges(rx_target: TargetSession, scenario: Scenario) -> None:
-    """A frag grown back over a byte a shrink left (zeroed), and an odd last-frag
-    tailroom grown to exactly the frag page's end and one byte past it."""
+    """A frag grown back over a byte a shrink left (zeroed), an odd last-frag tailroom
+    grown to exactly the frag page's end and one byte past it, and frags that coalesce
+    within each of several pages."""
     check(rx_target, scenario, COMPONENT)
