@@ -44,7 +44,7 @@ from conformance.readable import config_text
 from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames
 from conformance.targets.base import NotApplicable
-from reference.errors import StateViolation
+from reference.errors import InvalidConfig, StateViolation
 from reference.kernel import gate, resolve_kernel
 from reference.trace import Trace, TraceEvent, emit
 from reference.xdp import program as prog
@@ -196,7 +196,10 @@ def _setup(scenario: Scenario, frame: bytes, trace: Trace | None = None
         if not xdp_buff_add_frag(xdp, frag, at, len(chunk), frag_size, released=released,
                                  try_coalesce=not xsk, kernel=semantics_of(scenario),
                                  trace=trace):
-            raise ValueError("frame needs more than MAX_SKB_FRAGS frags")
+            # A generic driver cannot take the frame (xdp_buff_add_frag refuses the frag):
+            # not a scenario the component describes.
+            raise InvalidConfig("frame needs more than MAX_SKB_FRAGS frags", field="frames",
+                                value=len(frame), rule="XDP-BUFF-007")
         offset += len(chunk)
         index += 1
     return xdp, released, warns, calls
