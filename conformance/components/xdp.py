@@ -10,7 +10,9 @@ config:  ``frame_sz`` (default 4096), ``headroom`` (default 256 = XDP_PACKET_HEA
          MEM_TYPE_PAGE_POOL; 0 page_frag, 1 order-0 pages:
          the memory model the queue is registered with), ``coalesce`` (default false;
          true: the frags are consecutive pieces of one page, so each coalesces into the
-         previous one and its reference goes back, and the queue's frag_size is 0).
+         previous one and its reference goes back, and the queue's frag_size is 0),
+         ``coalesce_page`` (with ``coalesce``: the bytes of each page the pieces are cut
+         from, a new page after each; absent: one page holds them all),
 frames:  the packets; ``program``/``per_packet_programs``: the op lists.
 observables: ``packets[i]`` = ``{"ops": [record, ...], "action": int, "verdict": name,
          "warned": bool, "data": hex, "meta": hex, "frags": [hex, ...], "len": int,
@@ -42,7 +44,7 @@ from conformance.readable import config_text
 from conformance.scenario import Scenario
 from conformance.strategies.frames import ethernet_frames
 from conformance.targets.base import NotApplicable
-from reference.errors import StateViolation
+from reference.errors import InvalidConfig, StateViolation
 from reference.kernel import gate, resolve_kernel
 from reference.trace import Trace, TraceEvent, emit
 from reference.xdp import program as prog
@@ -174,19 +176,30 @@ def _setup(scenario: Scenario, frame: bytes, trace: Trace | None = None
     xsk = rxq.mem.type == MemType.MEM_TYPE_XSK_BUFF_POOL
     if xsk:
         pfmemalloc = set()
-    shared = Page.zeroed(len(rest), pfmemalloc=0 in pfmemalloc) if coalesce else None
+    # With coalesce, the pieces are cut from pages of ``coalesce_page`` bytes (default: one
+    # page for all): the first piece of each page takes a new slot, the rest of the page
+    # coalesces into it (the kernel compares with the last slot only).
+    page_bytes = int(cfg.get("coalesce_page", 0)) or len(rest)
+    shared: Page | None = None
     offset = 0
     index = 0
     while rest:
-        chunk, rest = rest[:frag_size], rest[frag_size:]
+        at = offset % page_bytes if coalesce else 0
+        if coalesce and (shared is None or at == 0):
+            shared = Page.zeroed(min(page_bytes, len(rest)),
+                                 pfmemalloc=offset // page_bytes in pfmemalloc)
+        size = min(frag_size, page_bytes - at) if coalesce else frag_size
+        chunk, rest = rest[:size], rest[size:]
         frag = shared if shared is not None else Page.zeroed(frag_size,
                                                               pfmemalloc=index in pfmemalloc)
-        at = offset if shared is not None else 0
         frag.data[at : at + len(chunk)] = chunk
         if not xdp_buff_add_frag(xdp, frag, at, len(chunk), frag_size, released=released,
                                  try_coalesce=not xsk, kernel=semantics_of(scenario),
                                  trace=trace):
-            raise ValueError("frame needs more than MAX_SKB_FRAGS frags")
+            # A generic driver cannot take the frame (xdp_buff_add_frag refuses the frag):
+            # not a scenario the component describes.
+            raise InvalidConfig("frame needs more than MAX_SKB_FRAGS frags", field="frames",
+                                value=len(frame), rule="XDP-BUFF-007")
         offset += len(chunk)
         index += 1
     return xdp, released, warns, calls

@@ -22,6 +22,11 @@ The xdp triage found fec missing for ``xdp/arch.py`` (only fec builds the 32-bit
 layout: its ``skb_shared_info``, ``skb_frag_t`` and ``xdp_frame`` sizes) and for
 ``xdp/rxq.py`` (fec registers its page_pool memory model with the default arguments), and
 tun for ``xdp/arch.py`` (its ``buflen`` is ``align_up``'s).
+The buffer modules' triage found cpumap and mlx5 missing: cpumap keeps one page per pfn
+across recycling, so a head page's shared info is stale when it comes back (a first frag
+that does not reset ``xdp_frags_size``: SKB-BUILD-001), its program adjusts multi-buffer
+frames (CPUMAP-MB-001), and mlx5's fragment pages take ``Page.zeroed``'s defaults (a
+pfmemalloc default shows in its buffer's flags, MLX5-XDP-001).
 
 | reference module | components | why |
 |---|---|---|
@@ -37,9 +42,11 @@ tun for ``xdp/arch.py`` (its ``buflen`` is ``align_up``'s).
 | ``checksum.py`` | fec, mlx5 | both drivers' checksum offload |
 | ``kfuncs.py`` | kfunc, cpumap, xdp, veth, rss, mlx5 | dispatch, ops, hash types, map updates |
 | ``xdp/frame.py``, ``xdp/mem.py`` | xdp, cpumap | frame conversion and memory return feed cpumap |
-| ``xdp/buff.py`` | xdp, veth, mlx5 | mlx5 reuses its buffer per RQ: a stale field shows there |
+| ``xdp/buff.py`` | xdp, veth, mlx5, cpumap | mlx5 reuses its buffer per RQ; cpumap its pages |
 | ``xdp/arch.py`` | xdp, veth, fec, tun | fec's 32-bit ARM layout; tun's ``buflen`` (``align_up``) |
 | ``xdp/rxq.py`` | xdp, veth, fec | fec registers its queue with the defaults |
+| ``xdp/helpers.py`` | xdp, veth, cpumap, mlx5 | their programs adjust frags too |
+| ``xdp/memory.py`` | xdp, veth, cpumap, mlx5 | recycled and fragment pages |
 | ``xdp/*`` (the rest) | xdp, veth | the generic buffer path and veth's |
 | ``page_pool/*`` | page_pool, cpumap, fec | cpumap recycles; fec reports DMA addresses, put fates |
 | ``kernel.py`` | fec, tun, kfunc, xdp, page_pool, cpumap, zcrx, mlx5 | their version gates |
@@ -82,9 +89,11 @@ TABLE: tuple[tuple[str, tuple[str, ...]], ...] = (
                              "mlx5")),
     ("reference/xdp/frame.py", ("xdp", "cpumap")),
     ("reference/xdp/mem.py", ("xdp", "cpumap")),
-    ("reference/xdp/buff.py", ("xdp", "veth", "mlx5")),
+    ("reference/xdp/buff.py", ("xdp", "veth", "mlx5", "cpumap")),
     ("reference/xdp/arch.py", ("xdp", "veth", "fec", "tun")),
     ("reference/xdp/rxq.py", ("xdp", "veth", "fec")),
+    ("reference/xdp/helpers.py", ("xdp", "veth", "cpumap", "mlx5")),
+    ("reference/xdp/memory.py", ("xdp", "veth", "cpumap", "mlx5")),
     ("reference/xdp/*", ("xdp", "veth")),
     ("reference/page_pool/*", ("page_pool", "cpumap", "fec")),
 )

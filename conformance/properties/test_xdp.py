@@ -3,6 +3,8 @@ reference's return codes, bytes, lengths, verdicts and xdp_frame conversions."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 
@@ -138,4 +140,57 @@ if RXQ_FRAG_SIZE_RULES != layout_edges.RXQ_RULES:
 def test_xdp_rxq_frag_size_edges(rx_target: TargetSession, scenario: Scenario) -> None:
     """A queue registered with a ``frag_size`` of 2**31 and of U32_MAX (a u32: both
     register; the draws use 0 or a frag page's size)."""
+    check(rx_target, scenario, COMPONENT)
+
+
+# --- reference/xdp/buff.py, helpers.py, memory.py: the frags' edges (branch tri4-buf) -----
+#: The rules :func:`buf_edge_scenarios` aims at (``rx-oracle spec`` reads the marker).
+BUF_EDGE_RULES = ("XDP-ADJ-008", "XDP-ADJ-009", "XDP-BUFF-007")
+
+
+def _run(*ops: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    return (*ops, {"op": "get_buff_len"}, {"op": "return", "action": 2})
+
+
+def buf_edge_scenarios() -> list[tuple[str, Scenario]]:
+    """Frag pages of 128 bytes, 100 bytes in the linear part, no zero byte in the frame
+    (a byte the kernel zeroes must read 0):
+
+    - the last frag shrunk by one byte and grown by one again: the grow zeroes the byte it
+      adds back (XDP-ADJ-008, the ``memset`` of ``bpf_xdp_frags_increase_tail``; the shrink
+      leaves the old byte in place, XDP-ADJ-009);
+    - a last frag of 99 bytes, so its tailroom (29) is odd, grown by exactly 29 (to the
+      end of its page: allowed) and by 30 (-EINVAL), in both the unsigned tailroom of the
+      kernels before 88b6b7f7b216 and the signed one after (XDP-ADJ-008);
+    - frags cut in 32-byte pieces from pages of 96 bytes (``coalesce_page``): each page's
+      first piece takes a new slot and its other two coalesce into that slot, never into
+      an earlier page's (XDP-BUFF-007: the kernel compares with the last slot only), so
+      200 frag bytes make three slots and give four page references back.
+    """
+    whole = bytes(i % 250 + 1 for i in range(328))
+    config = {"frag_size": 128, "linear_max": 100}
+    return [
+        ("last frag shrunk by 1, grown by 1", Scenario(
+            component="xdp", frames=(whole,), config=config,
+            program=_run({"op": "adjust_tail", "delta": -1}, {"op": "adjust_tail", "delta": 1}),
+            rules=BUF_EDGE_RULES)),
+        ("odd tailroom grown to the page's end", Scenario(
+            component="xdp", frames=(whole[:327],) * 2, config=config,
+            per_packet_programs={n: _run({"op": "adjust_tail", "delta": 29 + n})
+                                 for n in (0, 1)},
+            rules=BUF_EDGE_RULES)),
+        ("frags coalesced within each of three pages", Scenario(
+            component="xdp", frames=(whole[:300],),
+            config={**config, "coalesce": True, "frag_size": 32, "coalesce_page": 96},
+            program=_run({"op": "adjust_tail", "delta": -8}), rules=BUF_EDGE_RULES)),
+    ]
+
+
+@pytest.mark.rule(*BUF_EDGE_RULES)
+@pytest.mark.parametrize("scenario", [s for _, s in buf_edge_scenarios()],
+                         ids=[name for name, _ in buf_edge_scenarios()])
+def test_buf_frag_edges(rx_target: TargetSession, scenario: Scenario) -> None:
+    """A frag grown back over a byte a shrink left (zeroed), an odd last-frag tailroom
+    grown to exactly the frag page's end and one byte past it, and frags that coalesce
+    within each of several pages."""
     check(rx_target, scenario, COMPONENT)
