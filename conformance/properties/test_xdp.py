@@ -162,6 +162,9 @@ def buf_edge_scenarios() -> list[tuple[str, Scenario]]:
     - a last frag of 99 bytes, so its tailroom (29) is odd, grown by exactly 29 (to the
       end of its page: allowed) and by 30 (-EINVAL), in both the unsigned tailroom of the
       kernels before 88b6b7f7b216 and the signed one after (XDP-ADJ-008);
+    - a buffer whose ``frame_sz`` is the shared info's 320 bytes, no headroom and no linear
+      part: the shared info sits at the buffer's first byte, and the frags are written
+      there (XDP-BUFF-007; a linear part would run into it, which the model refuses);
     - frags cut in 32-byte pieces from pages of 96 bytes (``coalesce_page``): each page's
       first piece takes a new slot and its other two coalesce into that slot, never into
       an earlier page's (XDP-BUFF-007: the kernel compares with the last slot only), so
@@ -179,6 +182,10 @@ def buf_edge_scenarios() -> list[tuple[str, Scenario]]:
             per_packet_programs={n: _run({"op": "adjust_tail", "delta": 29 + n})
                                  for n in (0, 1)},
             rules=BUF_EDGE_RULES)),
+        ("shared info at the buffer's start", Scenario(
+            component="xdp", frames=(whole[:100],),
+            config={"frame_sz": 320, "headroom": 0, "frag_size": 128, "linear_max": 0},
+            program=_run({"op": "adjust_tail", "delta": -4}), rules=BUF_EDGE_RULES)),
         ("frags coalesced within each of three pages", Scenario(
             component="xdp", frames=(whole[:300],),
             config={**config, "coalesce": True, "frag_size": 32, "coalesce_page": 96},
@@ -191,6 +198,7 @@ def buf_edge_scenarios() -> list[tuple[str, Scenario]]:
                          ids=[name for name, _ in buf_edge_scenarios()])
 def test_buf_frag_edges(rx_target: TargetSession, scenario: Scenario) -> None:
     """A frag grown back over a byte a shrink left (zeroed), an odd last-frag tailroom
-    grown to exactly the frag page's end and one byte past it, and frags that coalesce
-    within each of several pages."""
+    grown to exactly the frag page's end and one byte past it, frags written to a shared
+    info at the buffer's first byte, and frags that coalesce within each of several
+    pages."""
     check(rx_target, scenario, COMPONENT)

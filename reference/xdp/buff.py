@@ -204,6 +204,13 @@ def xdp_buff_add_frag(
     if offset + size > len(page):
         raise InvalidConfig("frag does not fit in its page", field="size", value=size,
                             rule="XDP-BUFF-007")
+    if xdp.data_end > xdp_data_hard_end(xdp):
+        # The kernel writes the frags into the shared info at xdp_data_hard_end whatever
+        # lies there: a linear part reaching into it would lose bytes to nr_frags and the
+        # frag table, which the model (shared info kept beside the page) does not describe.
+        raise InvalidConfig("the linear part runs into the shared info the frags are "
+                            "written to (frame_sz leaves no tailroom)", field="frame_sz",
+                            value=xdp.frame_sz, rule="XDP-BUFF-007")
     sinfo = xdp_get_shared_info_from_buff(xdp)
     if not xdp_buff_has_frags(xdp):
         xdp.flags |= XDP_FLAGS_HAS_FRAGS
