@@ -36,7 +36,8 @@ def test_every_entry_names_a_current_mutant() -> None:
 
     def names_a_mutant(eq: equivalents.Equivalent) -> bool:
         return any(eq.col in (None, m.col)
-                   and eq.above in (None, equivalents.above_of(m, sources[m.path]))
+                   and (eq.above is None or eq.above == equivalents.above_of(
+                       m, sources[m.path], eq.above.count("\n") + 1))
                    for m in by_key.get(eq.key, ()))
 
     stale = [eq for eq in registry.values() if not names_a_mutant(eq)]
@@ -219,3 +220,20 @@ def test_the_second_of_two_identical_lines_is_told_apart_by_the_line_above() -> 
     registry = equivalents.load()
     assert equivalents.lookup(registry, first, source) is None
     assert equivalents.lookup(registry, second, source) is not None
+
+
+def test_an_entry_can_name_several_lines_above() -> None:
+    """Two identical lines below identical lines (flow_dissector._dissect: ``continue``
+    then ``return True`` twice, the first reached only at the header limit): the entry
+    names two lines above, so it names the first pair's mutant and not the second's."""
+    source = (ROOT / "reference/flow_dissector.py").read_text()
+    twins = [m for m in sampling.candidates(ROOT, ["reference/flow_dissector.py"])
+             if m.function == "_dissect" and m.code == "return True"
+             and m.replacement == "(False)"]
+    assert len(twins) == 2
+    first, second = sorted(twins, key=lambda m: m.line)
+    assert equivalents.above_of(first, source) == equivalents.above_of(second, source)
+    registry = equivalents.load()
+    assert equivalents.lookup(registry, first, source) is not None
+    assert equivalents.lookup(registry, second, source) is None
+    assert equivalents.above_of(first, source, 2) == "if walk.allowed():\ncontinue"

@@ -111,13 +111,21 @@ def key_of(mutant: Mutant, source: str) -> tuple[str, str, str, str, str, str]:
             mutant.replacement, code)
 
 
-def above_of(mutant: Mutant, source: str) -> str:
+def above_of(mutant: Mutant, source: str, depth: int = 1) -> str:
     """The stripped text of the nearest non-blank line above ``mutant``'s line ("" at the
     top): what tells apart two identical lines, such as two gates'
     ``Since(mainline=(7, 0))),`` (each below its own after-text) or the two identical folds
-    of ``_from64to32`` (the second below the first)."""
-    lines = source.splitlines()[:mutant.line - 1]
-    return next((text.strip() for text in reversed(lines) if text.strip()), "")
+    of ``_from64to32`` (the second below the first).  With ``depth`` above 1, that many
+    nearest non-blank lines, in source order, joined by newlines: for identical lines
+    below identical lines (``flow_dissector._dissect``'s two ``continue`` / ``return
+    True`` pairs)."""
+    lines = [text.strip() for text in source.splitlines()[:mutant.line - 1] if text.strip()]
+    return "\n".join(lines[-depth:]) if lines else ""
+
+
+def _depth(above: str) -> int:
+    """How many lines an entry's ``above`` names."""
+    return above.count("\n") + 1
 
 
 def load(path: Path = REGISTRY) -> dict[Key, Equivalent]:
@@ -150,10 +158,13 @@ def lookup(registry: Mapping[Key, Equivalent], mutant: Mutant,
     found = registry.get((*key, mutant.col, None)) or registry.get((*key, None, None))
     if found is not None:
         return found
-    if not any(k[:6] == key and k[7] is not None for k in _placed(registry)):
-        return None
-    above = above_of(mutant, source)
-    return registry.get((*key, mutant.col, above)) or registry.get((*key, None, above))
+    depths = {_depth(k[7]) for k in _placed(registry) if k[:6] == key and k[7] is not None}
+    for depth in sorted(depths):
+        above = above_of(mutant, source, depth)
+        found = registry.get((*key, mutant.col, above)) or registry.get((*key, None, above))
+        if found is not None:
+            return found
+    return None
 
 
 def _placed(registry: Mapping[Key, Equivalent]) -> list[Key]:
@@ -183,9 +194,9 @@ def judge(mutants: Iterable[Mutant], root: Path,
 
 
 def toml_entry(mutant: Mutant, source: str, reason: str, *, col: bool = False,
-               above: bool = False) -> str:
+               above: int = 0) -> str:
     """The registry entry for ``mutant`` as TOML text (what :func:`main` appends); with
-    ``col``, naming its column too, with ``above``, the line above it."""
+    ``col``, naming its column too, with ``above``, that many lines above it."""
     key = key_of(mutant, source)
     names = ("path", "function", "operator", "original", "replacement", "code")
     lines = ["", "[[mutant]]"]
@@ -193,7 +204,7 @@ def toml_entry(mutant: Mutant, source: str, reason: str, *, col: bool = False,
     if col:
         lines.append(f"col = {mutant.col}")
     if above:
-        lines.append(f"above = {_toml_string(above_of(mutant, source))}")
+        lines.append(f"above = {_toml_string(above_of(mutant, source, above))}")
     lines.append(f"reason = {_toml_string(reason)}")
     return "\n".join(lines) + "\n"
 
@@ -223,9 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--col", action="store_true",
                         help="name the mutant by its column too (another mutant of its line "
                              "has the same key)")
-    parser.add_argument("--above", action="store_true",
+    parser.add_argument("--above", nargs="?", type=int, const=1, default=0, metavar="N",
                         help="name the line above the mutant too (an identical line "
-                             "elsewhere in the module has a mutant with the same key)")
+                             "elsewhere in the module has a mutant with the same key); "
+                             "N lines when the lines above are identical too")
     args = parser.parse_args(argv)
     root = Path(__file__).resolve().parent.parent.parent  # the sources being judged
     run = [Mutant.from_json(json.loads(line)["mutant"])
@@ -290,22 +302,29 @@ def _module_mutants(root: Path, path: str) -> list[Mutant]:
 
 
 def _ambiguity(mutant: Mutant, others: Iterable[Mutant], source: str, *, col: bool,
-               above: bool) -> str:
+               above: int) -> str:
     """Why the entry the options would write would also name another mutant, or ""."""
     key = key_of(mutant, source)
-    place = above_of(mutant, source) if above else None
+    place = above_of(mutant, source, above) if above else None
     for m in others:
         if m.id == mutant.id or (m.line, m.col) == (mutant.line, mutant.col) \
                 or key_of(m, source) != key:
             continue
         same_col = not col or m.col == mutant.col
-        same_place = place is None or above_of(m, source) == place
+        same_place = place is None or above_of(m, source, above) == place
         if same_col and same_place:
             if m.line == mutant.line:
                 return (f"{m.id} has the same key (path, function, text, line); name the "
                         "column with --col")
+            if above and not col:
+                return (f"{m.id} has the same key on an identical line below the same "
+                        f"{above} line(s); name the column with --col, or more lines with "
+                        f"--above {above + 1}")
+            if above:
+                return (f"{m.id} has the same key on an identical line below the same "
+                        f"{above} line(s); name more lines with --above {above + 1}")
             return (f"{m.id} has the same key on an identical line; name the line above "
-                    "it with --above" + ("" if not above else " and the column with --col"))
+                    "it with --above")
     return ""
 
 
