@@ -238,6 +238,22 @@ def test_vlan_extraction() -> None:
     assert rec.skb is not None and rec.skb.vlan is None and rec.skb.protocol == 0x8100
 
 
+@pytest.mark.rule("FEC-DEV-006")
+def test_a_tag_cut_short_is_refused_with_enhanced_descriptors() -> None:
+    """An 802.1Q frame must hold its tag and the inner ethertype (18 bytes) where the MAC
+    computes the VLAN bit; 14 .. 17 bytes are refused there, and accepted (a short frame
+    like any other) with legacy descriptors."""
+    tagged = bytes(ETH / Dot1Q(vlan=5) / IP() / UDP())
+    for n in (14, 15, 16, 17):
+        with pytest.raises(InvalidConfig, match="FEC-DEV-006"):
+            device.receive(_open(), tagged[:n])
+        device.receive(_open(bufdesc_ex=False), tagged[:n])
+    fep = _open()
+    device.receive(fep, tagged[:18])
+    (rec,), _ = rx.napi_poll(fep, 64, NO_PROG)
+    assert rec.skb is not None and rec.skb.vlan == (0x8100, 5)
+
+
 @pytest.mark.rule("FEC-XDP-005", "FEC-TX-001", "FEC-TX-003", "FEC-TX-005", "FEC-DEV-008",
                   "FEC-STATS-002", "FEC-RX-015")
 def test_xdp_tx_page_lives_in_the_tx_slot_until_completion() -> None:
