@@ -1293,8 +1293,9 @@ def config_edge_scenarios() -> list[Scenario]:
     two-slot CQ over a two-WQE ring; the largest stride (2**13 bytes) and the most strides
     (2**15) with the largest WQ (2**16 WQEs); the legacy RQ's smallest and largest
     fragment; real-time timestamps of 2**32 - 1 seconds and a free-running one of
-    2**64 - 1 (the last values each format holds); and a basic session of 70 packets on a
-    128-slot CQ (a session reports at most 64)."""
+    2**64 - 1 (the last values each format holds); the rx_hash kfunc with NETIF_F_RXHASH
+    off (MLX5-KF-002); and a basic session of 70 packets on a 128-slot CQ (a session
+    reports at most 64)."""
     frames = tuple(_udp_frame(n, 0x70 + n % 16) for n in (60, 300, 1000))
     out = [Scenario(component="mlx5", frames=frames, config=_striding_rx_config(
         len(frames), rq_type="cyclic", log_cq_size=1, log_wq_size=1)),
@@ -1311,6 +1312,11 @@ def config_edge_scenarios() -> list[Scenario]:
         config["timestamps"] = [stamp] * len(frames)
         out.append(Scenario(component="mlx5", frames=frames, config=config,
                             rules=("MLX5-DEV-007", "MLX5-SKB-004")))
+    # MLX5-KF-002: the rx_hash kfunc on a netdev without NETIF_F_RXHASH (-ENODATA).
+    out.append(Scenario(component="mlx5", frames=frames[:1], config=_striding_rx_config(
+        1, rq_type="cyclic", rxhash=False),
+        program=({"op": "kfunc", "name": "rx_hash"}, {"op": "return", "action": 2}),
+        rules=("MLX5-KF-002",)))
     session = tuple(_udp_frame(60 + n, 0x41) for n in range(70))
     out.append(Scenario(component="mlx5", frames=session, config=_striding_rx_config(
         len(session), rq_type="cyclic", compression="basic", log_cq_size=7),
