@@ -8,21 +8,16 @@ and ZCRX-QUEUE-001 while every case aimed at them was skipped)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from collect_helpers import collect
 
 from conformance.components import zcrx
 from conformance.plugin import credited_rules
 from conformance.scenario import Scenario
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class _Item(SimpleNamespace):
@@ -57,33 +52,19 @@ def test_other_items_credit_their_whole_marker() -> None:
     assert credited_rules(_item(marked, {"wrong": "not a scenario"})) == marked
 
 
-_COLLECT = '''
-import json, os
-from conformance.plugin import credited_rules
-
-def pytest_collection_modifyitems(session, config, items):
-    with open(os.environ["RX_CREDIT_OUT"], "w") as f:
-        json.dump({item.nodeid: list(credited_rules(item)) for item in items}, f)
-'''
+def credited(items: list[Any]) -> dict[str, list[str]]:
+    """For :func:`collect_helpers.collect`: each item's credited rules."""
+    return {item.nodeid: list(credited_rules(item)) for item in items}
 
 
 @pytest.mark.rule("ZCRX-AREA-002", "ZCRX-REG-009")
 def test_registration_edges_credit_one_rule_each(tmp_path: Path) -> None:
     """The suite's own items, collected: each registration edge credits the rule it aims
     at and nothing else of the property's marker."""
-    (tmp_path / "credit_plugin.py").write_text(_COLLECT)
-    out = tmp_path / "credit.json"
-    env = {**os.environ, "RX_CREDIT_OUT": str(out),
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "credit_plugin",
-         "-p", "no:cacheprovider",
-         str(ROOT / "conformance/properties/test_zcrx.py") + "::test_zcrx_registration_edges"],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    credited = json.loads(out.read_text())
+    found = collect(tmp_path, "test_plugin_credit:credited",
+                    "conformance/properties/test_zcrx.py::test_zcrx_registration_edges")
     cases = dict(zcrx.registration_edge_scenarios())
-    assert len(credited) == len(cases)
-    for nodeid, rules in credited.items():
+    assert len(found) == len(cases)
+    for nodeid, rules in found.items():
         name = nodeid.partition("[")[2].removesuffix("]")
         assert rules == list(cases[name].rules), nodeid

@@ -11,17 +11,17 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
+from collect_helpers import collect
 
 from conformance import cli, spec_cmd, spectrace
+from conformance.plugin import rules_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC_LINES = (ROOT / "SPEC.md").read_text().splitlines()
@@ -30,17 +30,13 @@ SCHEMA = json.loads((ROOT / "conformance" / "schemas" / "spec.schema.json").read
 #: A well-formed id SPEC.md lacks, built so that the traceability scan does not read it as one.
 UNKNOWN_RULE = "NOPE-" + "001"
 
-_COLLECT_PLUGIN = '''
-import json, os
-from conformance.plugin import rules_of
 
-def pytest_collection_modifyitems(session, config, items):
-    out = {}
+def rules_by_test(items: list[Any]) -> dict[str, list[str]]:
+    """For :func:`collect_helpers.collect`: ``path::test`` -> the rules its markers name."""
+    out: dict[str, set[str]] = {}
     for item in items:
         out.setdefault(item.nodeid.split("[")[0], set()).update(rules_of(item))
-    with open(os.environ["RX_SPEC_COLLECT_OUT"], "w") as f:
-        json.dump({k: sorted(v) for k, v in out.items()}, f)
-'''
+    return {k: sorted(v) for k, v in out.items()}
 
 
 def _run(argv: list[str]) -> tuple[int, str, str]:
@@ -60,18 +56,10 @@ def everything() -> dict[str, dict[str, Any]]:
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
     """Rule id -> ``path::test`` of each test and property pytest collects with that rule."""
-    tmp = tmp_path_factory.mktemp("collect")
-    (tmp / "rx_spec_collect.py").write_text(_COLLECT_PLUGIN)
-    out = tmp / "collected.json"
-    env = {**os.environ, "RX_SPEC_COLLECT_OUT": str(out),
-           "PYTHONPATH": os.pathsep.join([str(tmp), str(ROOT / "tests")])}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "rx_spec_collect",
-         "-p", "no:cacheprovider", "tests", "conformance/properties"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert out.exists(), proc.stdout[-2000:] + proc.stderr[-2000:]
+    found = collect(tmp_path_factory.mktemp("collect"), "test_spec_cmd:rules_by_test",
+                    "tests", "conformance/properties")
     by_rule: dict[str, set[str]] = {}
-    for nodeid, rules in json.loads(out.read_text()).items():
+    for nodeid, rules in found.items():
         for rid in rules:
             by_rule.setdefault(rid, set()).add(nodeid)
     return by_rule

@@ -7,47 +7,30 @@ pytest parametrizes them, so a new fixed list is covered without being named her
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from collect_helpers import collect
 
 from conformance.scenario import Scenario
 from conformance.validate import validate_scenario
 
-ROOT = Path(__file__).resolve().parent.parent
 
-_COLLECT = '''
-import json, os
-from conformance.scenario import Scenario
-
-def pytest_collection_modifyitems(session, config, items):
+def fixed_cases(items: list[Any]) -> dict[str, dict[str, Any]]:
+    """For :func:`collect_helpers.collect`: the scenario of each item parametrized with one."""
     out = {}
     for item in items:
         spec = getattr(item, "callspec", None)
         scenario = spec.params.get("scenario") if spec is not None else None
         if isinstance(scenario, Scenario):
             out[item.nodeid] = scenario.to_json()
-    with open(os.environ["RX_FIXED_OUT"], "w") as f:
-        json.dump(out, f)
-'''
+    return out
 
 
 @pytest.mark.rule("XDP-PROG-001", "KVER-001")
 def test_every_fixed_case_is_inside_the_published_schemas(tmp_path: Path) -> None:
-    (tmp_path / "fixed_plugin.py").write_text(_COLLECT)
-    out = tmp_path / "fixed.json"
-    env = {**os.environ, "RX_FIXED_OUT": str(out),
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "fixed_plugin",
-         "-p", "no:cacheprovider", str(ROOT / "conformance/properties")],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    cases = json.loads(out.read_text())
+    cases = collect(tmp_path, "test_validate_fixed:fixed_cases", "conformance/properties")
     assert len(cases) > 300  # every component's fixed lists
     refused = {}
     for nodeid, doc in cases.items():
