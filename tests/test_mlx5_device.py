@@ -23,6 +23,7 @@ from conformance.vectors.ms_rss import IPV4_VECTORS, IPV6_VECTORS, MS_KEY, Vecto
 from reference import rss
 from reference.errors import InvalidConfig, MalformedInput
 from reference.mlx5 import cqe as C
+from reference.mlx5.cq import Mlx5eRxCq, RqParams
 from reference.mlx5.device import (
     Compression,
     DeviceConfig,
@@ -303,6 +304,21 @@ def test_new_ring_mid_lap_start() -> None:
     assert [_slot(ring, i)[62] for i in range(8)] == [0] * 5 + [0xFF] * 3
     with pytest.raises(InvalidConfig):
         new_ring(3, start=-1)
+
+
+@pytest.mark.rule("MLX5-DEV-013", "MLX5-CQ-001")
+def test_largest_ring_at_its_last_slot() -> None:
+    """A 2**24-slot CQ (the largest, MLX5-DEV-001) whose counters start at its last slot in
+    lap 3: that slot is next reached in lap 3 (owner 1 expected, so it holds 0; validity
+    byte 2), every other slot in lap 4 (owner 0 expected: it holds 1; validity byte 3)."""
+    size = 1 << 24
+    ring = new_ring(24, start=3 * size + size - 1)
+    assert len(ring) == size * 64
+    assert _slot(ring, size - 1)[62:] == bytes((2, 0xF0))
+    for ix in (0, 1, size // 2, size - 2):
+        assert _slot(ring, ix) == bytes(62) + bytes((3, 0xF1))
+    reader = Mlx5eRxCq(RqParams(log_cq_size=24), cc=3 * size + size - 1)
+    assert reader.get_cqe(ring) is None  # hardware-owned: nothing new
 
 
 @pytest.mark.rule("MLX5-COMP-001", "MLX5-COMP-002", "MLX5-COMP-004")

@@ -181,6 +181,22 @@ def test_init_buff_writes_exactly_frame_sz_rxq_flags() -> None:
         xdp_init_buff(xdp, 1 << 32, new_rxq)
 
 
+@pytest.mark.rule("XDP-BUFF-003")
+@pytest.mark.parametrize("frame_sz", [1 << 31, (1 << 32) - 1])
+def test_init_buff_takes_any_u32_frame_sz(frame_sz: int) -> None:
+    """frame_sz is a u32 in the kernel: its upper half is taken like any other value, and
+    the model's buffer of that size (mapped, not filled) reads as zeros to its end."""
+    xdp = XdpBuff()
+    xdp_init_buff(xdp, frame_sz, None)
+    assert xdp.frame_sz == frame_sz
+    page = Page.zeroed(frame_sz)
+    assert len(page) == frame_sz and page.data[frame_sz - 4 :] == bytes(4)
+    page.data[frame_sz - 1 :] = b"\x01"
+    assert page.data[frame_sz - 2 :] == b"\x00\x01"
+    with pytest.raises(InvalidConfig):
+        xdp_init_buff(xdp, 1 << 32, None)
+
+
 @pytest.mark.rule("XDP-BUFF-004")
 @pytest.mark.parametrize("meta_valid", [True, False])
 def test_prepare_buff_writes_exactly_the_data_pointers(meta_valid: bool) -> None:

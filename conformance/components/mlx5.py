@@ -1294,8 +1294,10 @@ def config_edge_scenarios() -> list[Scenario]:
     (2**15) with the largest WQ (2**16 WQEs); the legacy RQ's smallest and largest
     fragment; real-time timestamps of 2**32 - 1 seconds and a free-running one of
     2**64 - 1 (the last values each format holds); the rx_hash kfunc with NETIF_F_RXHASH
-    off (MLX5-KF-002); and a basic session of 70 packets on a 128-slot CQ (a session
-    reports at most 64)."""
+    off (MLX5-KF-002); a basic session of 70 packets on a 128-slot CQ (a session
+    reports at most 64); and the largest CQ, 2**24 slots, with the counters at its last
+    slot, so that a basic session wraps into the next lap and bit 24 of the consumer
+    counter (the owner bit it compares, MLX5-CQ-001) flips."""
     frames = tuple(_udp_frame(n, 0x70 + n % 16) for n in (60, 300, 1000))
     out = [Scenario(component="mlx5", frames=frames, config=_striding_rx_config(
         len(frames), rq_type="cyclic", log_cq_size=1, log_wq_size=1)),
@@ -1321,6 +1323,8 @@ def config_edge_scenarios() -> list[Scenario]:
     out.append(Scenario(component="mlx5", frames=session, config=_striding_rx_config(
         len(session), rq_type="cyclic", compression="basic", log_cq_size=7),
         rules=("MLX5-COMP-001",)))
+    out.append(Scenario(component="mlx5", frames=frames, config=_edge_config(
+        log_cq_size=24, start=(1 << 24) - 1), rules=("MLX5-CQ-001", "MLX5-DEV-013")))
     return out
 
 
@@ -1441,8 +1445,8 @@ FIXED_RULES = ("MLX5-RX-001", "MLX5-RX-002", "MLX5-RX-003", "MLX5-RX-005", "MLX5
                "MLX5-XDP-003", "MLX5-XDP-004", "MLX5-XDP-005", "MLX5-XDP-007", "MLX5-XDP-008",
                "MLX5-CSUM-004", "MLX5-CSUM-005", "MLX5-CSUM-007", "MLX5-CSUM-010",
                "MLX5-SKB-004", "MLX5-SKB-005", "MLX5-DEV-003", "MLX5-DEV-007", "MLX5-DEV-009",
-               "MLX5-DEV-010", "MLX5-COMP-001", "MLX5-CQ-010", "MLX5-RING-001",
-               "MLX5-RING-002", "MLX5-KF-002")
+               "MLX5-DEV-010", "MLX5-DEV-013", "MLX5-COMP-001", "MLX5-CQ-001", "MLX5-CQ-010",
+               "MLX5-RING-001", "MLX5-RING-002", "MLX5-KF-002")
 
 
 def fixed_scenarios() -> list[tuple[str, Scenario]]:

@@ -882,7 +882,7 @@ def frag_tailroom_scenarios() -> list[tuple[str, Scenario]]:
 #: The rules :func:`helper_edge_scenarios` aims at (the test spells them out again for
 #: ``rx-oracle spec`` and checks the two agree).
 HELPER_EDGE_RULES = ("XDP-ADJ-001", "XDP-ADJ-003", "XDP-ADJ-005", "XDP-ADJ-006", "XDP-ADJ-008",
-                     "XDP-BUFF-007", "XDP-ACT-001")
+                     "XDP-BUFF-003", "XDP-BUFF-007", "XDP-ACT-001")
 
 
 def helper_edge_scenarios() -> list[tuple[str, Scenario]]:
@@ -897,7 +897,9 @@ def helper_edge_scenarios() -> list[tuple[str, Scenario]]:
     buffer of exactly MAX_SKB_FRAGS (17) frags, which xdp_buff_add_frag still accepts
     (XDP-BUFF-007), its last frag shortened by one byte; a tail grown to exactly
     ``xdp_data_hard_end`` (or one short) and sent with XDP_TX, which still converts
-    (XDP-FRAME-003 WARNs only past it)."""
+    (XDP-FRAME-003 WARNs only past it); buffers whose ``frame_sz`` is 2**31 and
+    2**32 - 1, a u32's upper half and its last value (XDP-BUFF-003: the kernel takes any
+    u32), their tails grown and sent with XDP_TX (the frame keeps ``frame_sz``)."""
     frame = bytes(i % 250 + 1 for i in range(300))  # no zero byte: a lost memset shows
     grow = 4096 - X86_64.shinfo_reserved - (256 + 64)  # 64 bytes to xdp_data_hard_end
 
@@ -933,4 +935,9 @@ def helper_edge_scenarios() -> list[tuple[str, Scenario]]:
             component="xdp", frames=(frame,),
             config={"frame_sz": 2048, "frag_size": 2048, "linear_max": 100},
             program=run({"op": "adjust_tail", "delta": 1}), rules=HELPER_EDGE_RULES)),
+        *((f"frame_sz {name}", Scenario(
+            component="xdp", frames=(frame[:64],), config={"frame_sz": frame_sz},
+            program=({"op": "adjust_tail", "delta": 1000}, {"op": "return", "action": 3}),
+            rules=HELPER_EDGE_RULES)) for name, frame_sz in (("2**31", 1 << 31),
+                                                             ("2**32 - 1", (1 << 32) - 1))),
     ]

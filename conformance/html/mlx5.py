@@ -78,13 +78,13 @@ def layout(device: Mlx5Device, first: int, last: int) -> dict[int, Slot]:
     return out
 
 
-def _bits(ring: bytes, ix: int) -> tuple[int, int, int, int]:
+def _bits(ring: bytes | bytearray, ix: int) -> tuple[int, int, int, int]:
     """(opcode, format, owner, signature/validity) of slot ``ix`` from the ring bytes."""
     op_own = ring[ix * C.CQE_SIZE + 63]
     return op_own >> 4, (op_own >> 2) & 3, op_own & 1, ring[ix * C.CQE_SIZE + 62]
 
 
-def ring_svg(title: str, ring: bytes, size: int, start: int, slots: dict[int, Slot],
+def ring_svg(title: str, ring: bytes | bytearray, size: int, start: int, slots: dict[int, Slot],
              *, consumer: int, producer: int, written: bool) -> str:
     svg = Svg(title)
     used = max((c - start + 1 for c in slots), default=0)

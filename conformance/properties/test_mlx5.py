@@ -166,8 +166,8 @@ FIXED_RULES = ("MLX5-RX-001", "MLX5-RX-002", "MLX5-RX-003", "MLX5-RX-005", "MLX5
                "MLX5-XDP-003", "MLX5-XDP-004", "MLX5-XDP-005", "MLX5-XDP-007", "MLX5-XDP-008",
                "MLX5-CSUM-004", "MLX5-CSUM-005", "MLX5-CSUM-007", "MLX5-CSUM-010",
                "MLX5-SKB-004", "MLX5-SKB-005", "MLX5-DEV-003", "MLX5-DEV-007", "MLX5-DEV-009",
-               "MLX5-DEV-010", "MLX5-COMP-001", "MLX5-CQ-010", "MLX5-RING-001",
-               "MLX5-RING-002", "MLX5-KF-002")
+               "MLX5-DEV-010", "MLX5-DEV-013", "MLX5-COMP-001", "MLX5-CQ-001", "MLX5-CQ-010",
+               "MLX5-RING-001", "MLX5-RING-002", "MLX5-KF-002")
 if FIXED_RULES != mlx5.FIXED_RULES:
     raise RuntimeError("FIXED_RULES differs from mlx5.FIXED_RULES")
 

@@ -111,7 +111,7 @@ def test_xdp_frag_tailroom_edges(rx_target: TargetSession, scenario: Scenario) -
 
 #: The rules :func:`xdp.helper_edge_scenarios` aims at, spelled out for ``rx-oracle spec``.
 HELPER_EDGE_RULES = ("XDP-ADJ-001", "XDP-ADJ-003", "XDP-ADJ-005", "XDP-ADJ-006", "XDP-ADJ-008",
-                     "XDP-BUFF-007", "XDP-ACT-001")
+                     "XDP-BUFF-003", "XDP-BUFF-007", "XDP-ACT-001")
 if HELPER_EDGE_RULES != xdp.HELPER_EDGE_RULES:
     raise RuntimeError("HELPER_EDGE_RULES differs from xdp.HELPER_EDGE_RULES")
 
@@ -123,8 +123,9 @@ def test_xdp_helper_edges(rx_target: TargetSession, scenario: Scenario) -> None:
     """A one-byte tail grow after a shrink
     (zeroed), a multi-buffer tail adjusted by 0 on a queue without ``frag_size``
     (-EOPNOTSUPP), a frag grown where ``frag_size`` equals ``frame_sz`` (allowed), 256
-    bytes of metadata (-EACCES), MAX_SKB_FRAGS frags, and a tail at exactly
-    ``xdp_data_hard_end`` sent with XDP_TX (converted, no WARN)."""
+    bytes of metadata (-EACCES), MAX_SKB_FRAGS frags, a tail at exactly
+    ``xdp_data_hard_end`` sent with XDP_TX (converted, no WARN), and buffers whose
+    ``frame_sz`` is 2**31 and 2**32 - 1 (any u32 is taken)."""
     check(rx_target, scenario, COMPONENT)
 
 

@@ -80,6 +80,8 @@ class Mlx5eRxCq:
     db_record: int = 0
     _out: list[C.mlx5_cqe64] = attrs.field(factory=list)
     _handler: Handler | None = None
+    #: (offset, byte before) of each ring byte this poll rewrote, to undo a refused poll.
+    _rewritten: list[tuple[int, int]] = attrs.field(factory=list)
 
     @property
     def size(self) -> int:
@@ -134,16 +136,16 @@ class Mlx5eRxCq:
                 "ring length must be CQ size * 64", field="ring", value=len(ring),
                 rule="MLX5-CQ-001",
             )
-        saved_ring = bytes(ring)
-        saved = attrs.evolve(self, cqd=attrs.evolve(self.cqd), out=[])
-        self._out, self._handler = [], handler
+        saved = attrs.evolve(self, cqd=attrs.evolve(self.cqd), out=[], rewritten=[])
+        self._out, self._handler, self._rewritten = [], handler, []
         try:
             if self.params.enhanced:
                 work = self._process_enhanced(ring, budget, trace)
             else:
                 work = self._process_basic(ring, budget, trace)
         except MalformedInput:
-            ring[:] = saved_ring
+            for offset, byte in reversed(self._rewritten):
+                ring[offset] = byte
             for a in attrs.fields(type(self)):
                 setattr(self, a.name, getattr(saved, a.name))
             raise
@@ -216,11 +218,16 @@ class Mlx5eRxCq:
         ci = self.cc & (self.size - 1)
         top = min(self.size, ci + n)
         for ix in range(ci, top):
-            ring[ix * C.CQE_SIZE + 63] = op_own
+            self._rewrite(ring, ix * C.CQE_SIZE + 63, op_own)
         n -= top - ci
         if top == self.size:
             for ix in range(n):
-                ring[ix * C.CQE_SIZE + 63] = op_own ^ 1
+                self._rewrite(ring, ix * C.CQE_SIZE + 63, op_own ^ 1)
+
+    def _rewrite(self, ring: bytearray, offset: int, byte: int) -> None:
+        """The reader's only write to the ring, logged so a refused poll can undo it."""
+        self._rewritten.append((offset, ring[offset]))
+        ring[offset] = byte
 
     def _decompress_cqes_cont(
         self, ring: bytearray, update_owner_only: int, budget_rem: int

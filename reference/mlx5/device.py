@@ -544,14 +544,26 @@ def new_ring(log_cq_size: int, start: int = 0) -> bytearray:
 
     Each slot gets the owner bit and validity byte opposite to those of the lap in which
     a consumer starting at ``start`` will next reach it, and opcode ``MLX5_CQE_INVALID``.
+    The slots from ``start``'s index to the ring's end are next reached in ``start``'s
+    lap, those before it one lap later.  Bytes 62 and 63 of each slot are written as two
+    strided runs, so a 2**24-slot CQ (1 GiB) is built without a Python loop.
     """
     size = 1 << log_cq_size
     if not start >= 0:
         raise InvalidConfig("counters start >= 0", field="start", value=start, rule="MLX5-DEV-013")
     ring = bytearray(size * C.CQE_SIZE)
-    for ix in range(size):
-        counter = start + ((ix - start) % size)
-        lap = counter >> log_cq_size
-        ring[ix * C.CQE_SIZE + 62] = (lap - 1) & 0xFF
-        ring[ix * C.CQE_SIZE + 63] = (C.MLX5_CQE_INVALID << 4) | ((lap & 1) ^ 1)
+    first = start & (size - 1)
+    lap = start >> log_cq_size
+    for laps_ahead, slots in ((1, range(first)), (0, range(first, size))):
+        signature, op_own = _empty_tail(lap + laps_ahead)
+        begin, end = slots.start * C.CQE_SIZE, slots.stop * C.CQE_SIZE
+        ring[begin + 62 : end : C.CQE_SIZE] = bytes((signature,)) * len(slots)
+        ring[begin + 63 : end : C.CQE_SIZE] = bytes((op_own,)) * len(slots)
     return ring
+
+
+def _empty_tail(lap: int) -> tuple[int, int]:
+    """MLX5-DEV-013: bytes 62 and 63 (validity byte, op_own) of a slot the consumer
+    reaches in ``lap`` that must read as not new: the previous lap's validity count and
+    the opposite owner bit."""
+    return (lap - 1) & 0xFF, (C.MLX5_CQE_INVALID << 4) | ((lap & 1) ^ 1)

@@ -37,7 +37,7 @@ from reference.xdp.mem import (
     xdp_flush_frame_bulk,
     xdp_return,
 )
-from reference.xdp.memory import Page, SkbSharedInfo
+from reference.xdp.memory import Page, PageMemory, SkbSharedInfo
 from reference.xdp.warn import KernelWarn, kernel_warn
 
 #: ``struct xdp_frame`` on LP64, little endian: data (pointer), len, headroom, metasize,
@@ -71,7 +71,7 @@ class XdpFrameHeader:
     flags: int
 
     @classmethod
-    def unpack(cls, buf: bytes | bytearray, offset: int = 0) -> XdpFrameHeader:
+    def unpack(cls, buf: bytes | PageMemory, offset: int = 0) -> XdpFrameHeader:
         if offset < 0 or len(buf) - offset < XDP_FRAME_STRUCT.size:
             raise Truncated(field="xdp_frame", offset=offset, needed=XDP_FRAME_STRUCT.size,
                             available=max(0, len(buf) - offset), rule="XDP-FRAME-001")

@@ -2,7 +2,8 @@
 
 The kernel's ``xdp_buff`` holds raw pointers.  The model replaces each pointer by a
 (page, offset) pair: a :class:`Page` owns a ``bytearray`` and every pointer field of
-the buffer is an offset into it.  Pointer comparisons in the helpers become integer
+the buffer is an offset into it.  A very large buffer is an anonymous memory mapping
+instead (:data:`LAZY_ZEROED_MIN`).  Pointer comparisons in the helpers become integer
 comparisons, and a buffer reused across packets keeps whatever offsets it was last
 given, as the kernel's would.
 
@@ -15,10 +16,21 @@ table on the page keyed by its byte offset: the info belongs to the memory, not 
 from __future__ import annotations
 
 import itertools
+import mmap
 
 import attrs
 
 _NEXT_ID = itertools.count(1)
+
+#: What a page's bytes are: a ``bytearray``, or for a buffer above
+#: :data:`LAZY_ZEROED_MIN` an anonymous mapping (slices read and write alike).
+PageMemory = bytearray | mmap.mmap
+
+#: :meth:`Page.zeroed` maps buffers larger than this (16 MiB) instead of filling a
+#: ``bytearray`` with zeros: ``xdp_buff.frame_sz`` is a u32 (XDP-BUFF-003), and a buffer
+#: of 2**32 - 1 bytes would otherwise cost seconds and gigabytes of written zeros for the
+#: few hundred bytes a packet touches.  The mapping's zero pages cost nothing until written.
+LAZY_ZEROED_MIN = 1 << 24
 
 
 @attrs.define(eq=False)
@@ -62,7 +74,7 @@ class Page:
     model to hang its own bookkeeping on.  Identity, not content, tells pages apart.
     """
 
-    data: bytearray
+    data: PageMemory
     pfmemalloc: bool = False
     net_iov: bool = False
     handle: object = None
@@ -72,7 +84,9 @@ class Page:
     @classmethod
     def zeroed(cls, size: int, *, pfmemalloc: bool = False, net_iov: bool = False,
                handle: object = None) -> Page:
-        return cls(bytearray(size), pfmemalloc=pfmemalloc, net_iov=net_iov, handle=handle)
+        """A buffer of ``size`` zero bytes (mapped, not filled, above LAZY_ZEROED_MIN)."""
+        data = mmap.mmap(-1, size) if size > LAZY_ZEROED_MIN else bytearray(size)
+        return cls(data, pfmemalloc=pfmemalloc, net_iov=net_iov, handle=handle)
 
     def __len__(self) -> int:
         return len(self.data)
