@@ -240,6 +240,15 @@ def test_impossible_compressed_cqes_raise_and_undo() -> None:
     with pytest.raises(MalformedInput) as info:
         cq.poll(ring, 64)
     assert info.value.field == "op_own" and info.value.value == 8 and cq.cc == 0
+    # A whole session first (its title's op_own rewritten, MLX5-CQ-009), then the
+    # impossible CQE in the same poll: the rewrite is undone too.
+    ring = ring_of(3, {0: cqe_bytes(op_own=0x2C, byte_cnt=2), 1: bytes(64),
+                       2: cqe_bytes(op_own=0x2C, byte_cnt=0)})
+    before = bytes(ring)
+    cq = Mlx5eRxCq(RqParams(log_cq_size=3))
+    with pytest.raises(MalformedInput):
+        cq.poll(ring, 64)
+    assert bytes(ring) == before and cq.cc == 0 and cq.stats()["cqe_compress_pkts"] == 0
 
 
 # --- the round trip --------------------------------------------------------------------------
