@@ -40,12 +40,13 @@ observables: ``packets[i]``: ``fate`` (bulk, ring, gro, stack, freed, dropped:RE
          ``meta_len``, ``protocol``, ``dev`` (the ifindex the frame arrived on),
          ``data``: the sha256 of the linear bytes, first 16 hex digits, ``nr_frags``
          (``skb_shinfo(skb)->nr_frags``), ``frag_data``: the sha256 of the bytes the
-         frags cover, in frag order, first 16 hex digits, null without frags, and
-         ``pfmemalloc`` (``skb->pfmemalloc``)); ``direct``: alloc-cache pushes by CPU
-         (source_cpu, destination_cpu, other); ``cpumap``: tracepoint sums (the kthread's
-         with the second program's pass/drop/redirect counts) and GRO flushes; ``stats``:
-         the source pool's ``rx_pp_*`` counters; ``pool``: hold/release/inflight;
-         ``ledger``: steps checked and problems found; ``counts``;
+         frags cover, in frag order, first 16 hex digits, null without frags,
+         ``pfmemalloc`` (``skb->pfmemalloc``), and what the frame cannot carry:
+         ``ip_summed``, ``hash``, ``l4_hash``, ``queue_mapping``); ``direct``: alloc-cache
+         pushes by CPU (source_cpu, destination_cpu, other); ``cpumap``: tracepoint sums
+         (the kthread's with the second program's pass/drop/redirect counts) and GRO
+         flushes; ``stats``: the source pool's ``rx_pp_*`` counters; ``pool``:
+         hold/release/inflight; ``ledger``: steps checked and problems found; ``counts``;
          ``map_ops``: the return code (0 or -errno) of each ``map_update``/``map_delete``.
 """
 
@@ -166,7 +167,8 @@ def _skb_obs(skb: SkBuff | None) -> dict[str, Any] | None:
             "protocol": skb.protocol, "dev": skb.dev,
             "data": hashlib.sha256(linear).hexdigest()[:16], "nr_frags": len(skb.frags),
             "frag_data": hashlib.sha256(paged).hexdigest()[:16] if skb.frags else None,
-            "pfmemalloc": skb.pfmemalloc}
+            "pfmemalloc": skb.pfmemalloc, "ip_summed": skb.ip_summed, "hash": skb.hash,
+            "l4_hash": skb.l4_hash, "queue_mapping": skb.queue_mapping}
 
 
 def tracepoint_totals(enq: Sequence[Any], kt: Sequence[Any],
@@ -225,6 +227,10 @@ FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("packets[*].pp_recycle", ("SKB-BUILD-003",)),
     ("packets[*].free_path", ("SKB-FREE-001", "SKB-FREE-002")),
     ("packets[*].skb.protocol", ("SKB-BUILD-002",)),
+    ("packets[*].skb.ip_summed", ("SKB-BUILD-002",)),
+    ("packets[*].skb.hash", ("SKB-BUILD-002",)),
+    ("packets[*].skb.l4_hash", ("SKB-BUILD-002",)),
+    ("packets[*].skb.queue_mapping", ("SKB-BUILD-002",)),
     ("packets[*].skb.dev", ("CPUMAP-ENQ-001", "SKB-BUILD-002")),
     ("packets[*].skb.nr_frags", ("SKB-BUILD-001", "CPUMAP-MB-001")),
     ("packets[*].skb.frag_data", ("SKB-BUILD-001", "CPUMAP-SIM-007")),
