@@ -278,6 +278,14 @@ FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("final.free_count", ("ZCRX-MP-004",)),
     ("final.user_refs*", ("ZCRX-OWN-001",)),
     ("final.pools*", ("ZCRX-MP-005",)),
+    # Each count on the rule that decides it, and on the stream counts that report it.
+    ("counts.cqes", ("ZCRX-CQE-002", "ZCRX-SIM-004")),
+    ("counts.copy_cqes", ("ZCRX-COPY-001", "ZCRX-SIM-004")),
+    ("counts.refill_entries", ("ZCRX-SIM-003", "ZCRX-SIM-004")),
+    ("counts.pp_allocs", ("ZCRX-SIM-001", "ZCRX-SIM-004")),
+    ("counts.mp_alloc_calls", ("ZCRX-MP-002", "ZCRX-SIM-004")),
+    ("counts.niovs_from_*", ("ZCRX-MP-003", "ZCRX-SIM-004")),
+    ("counts.releases", ("ZCRX-MP-004", "ZCRX-SIM-004")),
     ("counts.*", ("ZCRX-SIM-004",)),
     ("ledger.*", ("ZCRX-SIM-005",)),
 )
