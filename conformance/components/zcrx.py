@@ -798,7 +798,8 @@ _TOP = 1 << 64
 
 def registration_edge_scenarios() -> list[tuple[str, Scenario]]:
     """Registrations on each side of a boundary the draws pass over (the zcrx.py mutants of
-    the d97b28c full run): the area's 1 GiB limit and the end of the address space with
+    the d97b28c full run): the area's 1 GiB limit, the later 1 TiB cap (exactly 1 TiB
+    passes it, and ends a page past 2^64: -EOVERFLOW) and the end of the address space with
     ``PAGE_ALIGN`` (ZCRX-AREA-002: an unaligned length rounds up a page, an end exactly at
     2^64 - 1 does not overflow but is unaligned, ZCRX-AREA-003, by one byte of ``addr`` or
     ``len``); a region of exactly ``INT_MAX`` pages and one more (ZCRX-REG-009, -E2BIG),
@@ -823,6 +824,10 @@ def registration_edge_scenarios() -> list[tuple[str, Scenario]]:
         # Only above the later 1 TiB cap: an area of exactly 1 TiB would be registered,
         # 2^28 niovs that neither the model nor a test host should hold.
         ("area of 1 TiB and a page", "ZCRX-AREA-002", {"area": {"len": SZ_1T + 4096}}),
+        # Exactly 1 TiB passes the cap (it is inclusive) and is refused only because it
+        # ends a page past 2^64 (-EOVERFLOW): the cap's edge without 2^28 niovs.
+        ("area of exactly 1 TiB, a page past 2^64", "ZCRX-AREA-002",
+         {"area": {"addr": _TOP - SZ_1T + 4096, "len": SZ_1T}}),
         ("area ends a page below 2^64", "ZCRX-AREA-002",
          {"area": {"addr": _TOP - 8192, "len": 4096}}),
         ("unaligned len rounds up past 2^64", "ZCRX-AREA-002",
