@@ -22,7 +22,7 @@ import attrs
 import pytest
 
 from conformance import cli
-from conformance.mutation import reach, report, runner, sampling, scope
+from conformance.mutation import blame, reach, report, runner, sampling, scope
 from conformance.mutation.mutator import OPERATORS, Mutant, mutants_of_source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -418,3 +418,35 @@ def test_older_trees_judge_only_survivors_the_default_kernel_never_runs(
     assert seen[ran.line] == ("7.3.4", "6.18.44", "6.12.117", "6.12.0")
     (tmp_path / reach.DIGEST).write_text("0" * 64 + "\n")
     assert reach.fresh_executed_lines(tmp_path, ROOT) is None
+
+
+def test_rule_shorthands_are_spelt_out() -> None:
+    """A docstring's ``PP-RECYCLE-003/004/005`` names three rules, ``FEC-BD-001 .. 003``
+    three, ``PKT-ETH-001 … PKT-ETH-002`` every rule between them in SPEC.md order; a range
+    SPEC.md has no rules for names none."""
+    assert blame.ids_in("(PP-RECYCLE-003/004/005)") == (
+        "PP-RECYCLE-003", "PP-RECYCLE-004", "PP-RECYCLE-005")
+    assert blame.ids_in("FEC-BD-001 .. 003") == ("FEC-BD-001", "FEC-BD-002", "FEC-BD-003")
+    assert blame.ids_in("PKT-ETH-001 … PKT-VLAN-001") == (
+        "PKT-ETH-001", "PKT-ETH-002", "PKT-VLAN-001")
+    assert blame.ids_in("CSUM-001..999") == ("CSUM-001",)
+    src = 'def f():\n    """x (PP-RECYCLE-003/004)."""\n    return 1 < 2\n'
+    (m,) = [m for m in mutants_of_source(src, "reference/x.py") if m.operator == "cmp"]
+    assert m.rules == ("PP-RECYCLE-003", "PP-RECYCLE-004")
+
+
+def test_a_kill_by_the_rule_spec_names_as_observer_is_under_own_rule() -> None:
+    """RSS-TOEP-002 (the byte tables) is *checked through RSS-TOEP-001* (SPEC.md): a mutant
+    of the tables failing RSS-TOEP-001 is caught under its own rule; one failing only
+    RSS-IN-002 is not.  Ranges in the line count (PP-RECYCLE-008: *checked as
+    PP-RECYCLE-001 .. PP-RECYCLE-006*)."""
+    assert blame.under_own_rule(("RSS-TOEP-002",), ("RSS-TOEP-001",)) is True
+    assert blame.under_own_rule(("RSS-TOEP-002",), ("RSS-IN-002",)) is False
+    assert blame.under_own_rule((), ("RSS-IN-002",)) is None
+    assert blame.under_own_rule(("RSS-TOEP-002",), ()) is None
+    assert blame.observers()["PP-RECYCLE-008"] == {f"PP-RECYCLE-00{i}" for i in range(1, 7)}
+    m = next(m for m in _sample_mutants() if m.original == "a < b")
+    tables = attrs.evolve(m, rules=("RSS-TOEP-002",))
+    killed = runner.classify(tables, ("rss",), 1, "", ("RSS-TOEP-001",), 1.0)
+    assert killed.under_own_rule is True
+    assert "| 100% (1) |" in report.summary([killed])

@@ -37,16 +37,14 @@ import ast
 import copy
 import enum
 import hashlib
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
 
-OPERATORS = ("cmp", "bool", "int", "stmt", "args", "enum")
+from conformance.mutation import blame
 
-#: A SPEC rule id as the code names it (``RSS-TOEP-001``, ``ERR-002``).
-RULE_ID = re.compile(r"\b[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*-\d{3}\b")
+OPERATORS = ("cmp", "bool", "int", "stmt", "args", "enum")
 
 _CMP_FLIP: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
@@ -89,7 +87,7 @@ class Mutant:
     Columns are UTF-8 byte offsets, as ``ast`` gives them.  ``original`` is the replaced
     text (after an ``if body: `` label when a whole ``if`` body is dropped).  ``function`` is the
     qualified name of the enclosing function (empty at module level) and ``rules`` the
-    SPEC rule ids it names in its docstring, comments or trace calls.
+    SPEC rule ids it names in its docstring, comments or trace calls (shorthands spelt out).
     """
 
     path: str
@@ -412,7 +410,9 @@ def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
 
 
 def _rule_ids(text: str) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(RULE_ID.findall(text)))
+    """The rule ids ``text`` names, shorthands spelt out (``PP-RECYCLE-003/004`` names two
+    rules; ``CSUM-001..004`` four): :func:`conformance.mutation.blame.ids_in`."""
+    return blame.ids_in(text)
 
 
 def _line_starts(data: bytes) -> list[int]:

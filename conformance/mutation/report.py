@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from conformance.mutation import blame
 from conformance.mutation.equivalents import Equivalent
 from conformance.mutation.reach import never_executed
 from conformance.mutation.runner import CRASHED, KILLED, SURVIVED, TIMED_OUT, MutantResult
@@ -90,7 +91,9 @@ def summary(
         "question of reach, answered by `--coverage` and unreached.toml, not of "
         "assertions).  *kill rate where reached*: detected over mutants less both.  *kills "
         "under own rule*: of the clean kills (a rule failed) whose mutated function names a "
-        "SPEC rule, the share where a failed rule is one it names.  *CPU s per mutant*: "
+        "SPEC rule, the share where a failed rule is one it names or one SPEC.md names as its "
+        "observer (*Outside view:* checked through; conformance/mutation/blame.py), judged "
+        "again from the recorded failed rules on every summary.  *CPU s per mutant*: "
         "suite and target processes together; a sample's wall time on 2 free cores with "
         "-j 2 is about half its total.",
     ]
@@ -133,8 +136,10 @@ def _row(name: str, group: Sequence[MutantResult], equivalent: Mapping[str, Equi
     unrun = sum(1 for r in group if unreached(r))
     reached_total = judged_total - unrun
     reached = f"{100 * detected / reached_total:.0f}%" if reached_total else "n/a"
-    judged = [r for r in group if r.outcome == KILLED and r.under_own_rule is not None]
-    own = (f"{100 * sum(1 for r in judged if r.under_own_rule) / len(judged):.0f}% "
+    verdicts = [blame.under_own_rule(r.mutant.rules, r.failed_rules)
+                for r in group if r.outcome == KILLED]
+    judged = [v for v in verdicts if v is not None]
+    own = (f"{100 * sum(judged) / len(judged):.0f}% "
            f"({len(judged)})" if judged else "n/a")
     cpu = f"{sum(r.cpu_seconds for r in group) / len(group):.1f}" if group else "n/a"
     return (f"| {name} | {len(group)} | {count[KILLED]} | {count[CRASHED]} | "

@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 import attrs
 
-from conformance.mutation import equivalents, gates
+from conformance.mutation import blame, equivalents, gates
 from conformance.mutation.mutator import Mutant
 from conformance.mutation.reach import never_executed
 from conformance.mutation.selection import SELECTION, Selection, failed_rules
@@ -237,9 +237,7 @@ def classify(
         outcome = KILLED
     else:
         outcome = CRASHED
-    own = None
-    if failed and mutant.rules:
-        own = bool(set(failed) & set(mutant.rules))
+    own = blame.under_own_rule(mutant.rules, failed)
     return MutantResult(mutant, components, outcome, code, seconds, failed, own, detail)
 
 
