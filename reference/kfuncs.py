@@ -45,7 +45,8 @@ class XdpRssHashType(enum.IntFlag):
     """``enum xdp_rss_hash_type`` (include/net/xdp.h), every name (KFUNC-RSS-001).
 
     The first nine names are single bits; the ``XDP_RSS_TYPE_*`` names are the combinations
-    drivers map their hardware RSS types to.  ``XDP_RSS_TYPE_L2`` is an alias of ``NONE``.
+    drivers map their hardware RSS types to, and the generic model builds its hash type
+    from these bits (RSS-TYPE-001).  ``XDP_RSS_TYPE_L2`` is an alias of ``NONE``.
     """
 
     XDP_RSS_L3_IPV4 = 1 << 0

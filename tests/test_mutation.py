@@ -439,12 +439,13 @@ def test_a_kill_by_the_rule_spec_names_as_observer_is_under_own_rule() -> None:
     """RSS-TOEP-002 (the byte tables) is *checked through RSS-TOEP-001* (SPEC.md): a mutant
     of the tables failing RSS-TOEP-001 is caught under its own rule; one failing only
     RSS-IN-002 is not.  Ranges in the line count (PP-RECYCLE-008: *checked as
-    PP-RECYCLE-001 .. PP-RECYCLE-006*)."""
+    PP-RECYCLE-001 .. PP-RECYCLE-006 and PP-DMA-001*)."""
     assert blame.under_own_rule(("RSS-TOEP-002",), ("RSS-TOEP-001",)) is True
     assert blame.under_own_rule(("RSS-TOEP-002",), ("RSS-IN-002",)) is False
     assert blame.under_own_rule((), ("RSS-IN-002",)) is None
     assert blame.under_own_rule(("RSS-TOEP-002",), ()) is None
-    assert blame.observers()["PP-RECYCLE-008"] == {f"PP-RECYCLE-00{i}" for i in range(1, 7)}
+    assert blame.observers()["PP-RECYCLE-008"] == {
+        *(f"PP-RECYCLE-00{i}" for i in range(1, 7)), "PP-DMA-001"}
     m = next(m for m in _sample_mutants() if m.original == "a < b")
     tables = attrs.evolve(m, rules=("RSS-TOEP-002",))
     killed = runner.classify(tables, ("rss",), 1, "", ("RSS-TOEP-001",), 1.0)

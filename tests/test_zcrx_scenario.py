@@ -150,9 +150,11 @@ def test_component_attribution() -> None:
                                               "device": {"linear_payload": 10}},
                     frames=frames, events=({"op": "rx"}, {"op": "recv"}))
     # Blame from the reference's trace of event 1: the copy of the linear part decided the
-    # first CQE's length (ZCRX-COPY-002); ZCRX-COPY-001 is still applied.
+    # first CQE's length (ZCRX-COPY-002); ZCRX-COPY-001 is still applied.  A zero-copy
+    # CQE's length is the device's placement (ZCRX-SIM-001) as ZCRX-CQE-002 reports it.
     assert component.COMPONENT.rules_in(copy)("events[1].cqes[0].res") == ("ZCRX-COPY-002",)
-    assert component.COMPONENT.rules_in(copy)("events[1].cqes[1].res") == ("ZCRX-CQE-002",)
+    assert component.COMPONENT.rules_in(copy)("events[1].cqes[1].res") == (
+        "ZCRX-CQE-002", "ZCRX-SIM-001")
     assert "ZCRX-COPY-001" in component.applied(copy)
 
 

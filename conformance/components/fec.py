@@ -69,7 +69,7 @@ from reference.page_pool.stats import PagePoolStats
 from reference.trace import Trace
 from reference.xdp.buff import XdpBuff, xdp_init_buff, xdp_prepare_buff
 from reference.xdp.frame import xdp_convert_buff_to_frame
-from reference.xdp.mem import MemType
+from reference.xdp.mem import MemType, ReturnPath
 from reference.xdp.rxq import NetDev, XdpRxqInfo, xdp_md_rxq_fields
 
 DEFAULT_EVENTS: tuple[Mapping[str, Any], ...] = (
@@ -341,6 +341,17 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tx_rings*", ("FEC-TX-003",)),
 )
 
+#: Where the RX ring's buffer addresses come from: open fills every slot from a fresh
+#: pool, whose first allocation bulk-fills the cache (PP-ALLOC-004) and the rest pop it
+#: (PP-ALLOC-001); each ``cbd_bufaddr`` is the page's DMA address (PP-ALLOC-005) + 256.
+_POOL_PAGES = ("PP-ALLOC-004", "PP-ALLOC-001", "PP-ALLOC-005")
+
+#: What a TX completion reads was queued by a transmit that found room (FEC-TX-002) and
+#: filled the descriptor (FEC-TX-003): a completion missing, or its length, is theirs too.
+_QUEUED_BY = ("FEC-TX-002", "FEC-TX-003")
+#: The return paths ``__xdp_return`` picks by memory type (XDP-MEM-002).
+_MEM_PATHS = frozenset(p.value for p in ReturnPath)
+
 #: The rules that write TX descriptors: open, the fill, the MAC's send, the completion's
 #: unmap, restart.
 _TX_RING_WRITERS = ("FEC-RX-001", "FEC-TX-003", "FEC-DEV-008", "FEC-TX-005", "FEC-RX-013")
@@ -352,11 +363,14 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     packet's status, length, VLAN and checksum fields also by the MAC's decisions about
     its frame (truncation FEC-DEV-003, checksum verdict FEC-DEV-004, VLAN bit
     FEC-DEV-006, split FEC-DEV-007); a TX completion by what produced it (a poll, a poll
-    after a budget-0 one held XDP buffers back, restart or close) and its error by the
-    MAC's status too (FEC-DEV-008), an XDP_TX one in f601899e4321's mode also by what
-    that XDP_TX stored (FEC-XDP-008), the wire by the MAC's send; the RX ring by its last
-    writer, then the writers of every slot's words (open FEC-RX-001, the MAC, NAPI's
-    re-arm, restart); the TX rings by the rules that wrote TX descriptors, latest first
+    after a budget-0 one held XDP buffers back, restart or close), then by the transmit
+    that queued it (FEC-TX-002, FEC-TX-003), its error by the MAC's status too
+    (FEC-DEV-008), an xdp_frame's return by the memory type open registered (XDP-MEM-002,
+    FEC-RX-014), an XDP_TX one in f601899e4321's mode also by what that XDP_TX stored
+    (FEC-XDP-008), the wire by the MAC's send; the RX ring by its last writer, then the
+    writers of every slot's words (open FEC-RX-001, the MAC, NAPI's re-arm, restart) and
+    the pool's allocation behind the buffer addresses; the TX rings by the rules that
+    wrote TX descriptors, latest first
     (open, the fill FEC-TX-003, the MAC FEC-DEV-008, completion FEC-TX-005, restart);
     fec's TX unmaps by completion, and after a restart also by the restart's (FEC-TX-007);
     after a close, the pool's state and the zeroed XDP counters by the
@@ -416,17 +430,23 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
                 if path.endswith("].error") and origins[index] == ("FEC-TX-005",):
                     return ("FEC-TX-005", "FEC-DEV-008")  # the status the MAC wrote
                 completions = obs["tx_completions"]
+                queued: tuple[str, ...] = _QUEUED_BY
+                if (path.endswith("].fate") and index < len(completions)
+                        and str(completions[index]["fate"]) in _MEM_PATHS):
+                    # An xdp_frame goes back by its memory type (XDP-MEM-002), the one
+                    # open registered for the queue (FEC-RX-014).
+                    queued = (*queued, "XDP-MEM-002", "FEC-RX-014")
                 if (cfg.xdp_tx_frame and index < len(completions)
                         and completions[index]["type"] == "FEC_TXBUF_T_XDP_TX"):
                     # f601899e4321's XDP_TX stored an xdp_frame, not the page: how the
                     # buffer goes back follows from what FEC-XDP-008 put in the slot.
-                    return (*origins[index], "FEC-XDP-008")
-                return tuple(origins[index])
+                    return _dedup((*origins[index], "FEC-XDP-008", *queued))
+                return _dedup((*origins[index], *queued))
         if path == "rx_ring":  # the last writer, every slot's writers, the layout
             layout = (("FEC-BD-002", "FEC-BD-004") if cfg.bufdesc_ex else ("FEC-BD-001",))
             writers = [r for slot in blame["slots"] for r in slot]
             return _dedup((str(blame["rx_ring"]), *writers, *layout, "FEC-BD-003",
-                           "FEC-BD-006"))
+                           "FEC-BD-006", *_POOL_PAGES))
         if path.startswith("tx_rings["):  # the latest writer first, then the layout
             layout = (("FEC-BD-002", "FEC-BD-004") if cfg.bufdesc_ex else ("FEC-BD-001",))
             return _dedup((*tx_writers, *layout, "FEC-BD-003", "FEC-BD-006"))

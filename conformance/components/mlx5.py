@@ -463,13 +463,14 @@ def _ring_extra(path: str, records: tuple[dict[str, Any], ...],
 
 def _ring_rules(path: str) -> tuple[str, ...]:
     """MLX5-RING-001: in a ring image the CQEs come from the ring, not from a device
-    rule: a handler-visible CQE field is the reader's (decompression) or the ring's."""
+    rule: a handler-visible CQE field is the reader's (decompression) or the ring's, read
+    at the offsets MLX5-CQE-001 gives."""
     if path.startswith("packets["):
         field = path.partition("].")[2]
         if field in ("byte_cnt", "check_sum", "wqe_counter", "op_own", "rss_hash_result",
                      "rss_hash_type"):
             return ("MLX5-CQ-005", "MLX5-CQ-006", "MLX5-CQ-007", "MLX5-RING-001")
-        return ("MLX5-RING-001",)
+        return ("MLX5-RING-001", "MLX5-CQE-001")  # the ring's bytes at the CQE's offsets
     if path in ("cc", "polls") or path.startswith("polls["):
         return ("MLX5-RING-001", "MLX5-CQ-003", "MLX5-CQ-004")
     if path == "recovering":

@@ -434,11 +434,35 @@ def _names_pfn(event: TraceEvent, pfn: int) -> bool:
     return fields.get("pfn") == pfn or pfn in fields.get("pfns", ())  # type: ignore[operator]
 
 
+def _cache_provenance(traces: list[Trace], index: int) -> tuple[str, ...]:
+    """Which page the fast path hands out (PP-ALLOC-001, the cache is a stack) was decided
+    by whoever put it on top: the rules of the last earlier event whose trace names that
+    page (a direct put: PP-RECYCLE-002 and PP-RECYCLE-004).  () when event ``index`` did
+    not pop the cache, or no earlier event names the page (a refill's or the slow path's
+    other pages)."""
+    popped = [e for e in traces[index] if e.rule == "PP-ALLOC-001"]
+    if not popped:
+        return ()
+    pfn = dict(popped[-1].fields).get("pfn")
+    if not isinstance(pfn, int):
+        return ()
+    for trace in reversed(traces[:index]):
+        named = [e for e in trace if _names_pfn(e, pfn)]
+        if named:
+            return _pp_rules(named)
+    return ()
+
+
+def _dedup(rules: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(rules))
+
+
 def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     """Blame from the reference's own run (its trace, one per event):
 
     * an event's fields: the rules that event applied (a put's sync: PP-DMA-001 and
-      what stopped a sync);
+      what stopped a sync); the page a fast-path allocation returns also by the rules of
+      the event that put it on top of the cache (:func:`_cache_provenance`);
     * a pool-wide field (a counter, the DMA counts, ``inflight``, ``state``,
       ``warnings``): the rules of the events that changed it;
     * ``dma_mapped.K``: PP-DMA-004 (the one rule that unmaps and clears the address);
@@ -474,6 +498,8 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
             applied_here = _pp_rules(traces[index])
             if path.endswith((".synced", ".sync_offset")):
                 return ("PP-DMA-001", *(r for r in applied_here if r in _SYNC_RULES))
+            if path.endswith(".page"):
+                return _dedup(applied_here + _cache_provenance(traces, index))
             return applied_here
         head, _, key = path.partition(".")
         if head == "dma_mapped":  # mapped at alloc, unmapped on release or scrub

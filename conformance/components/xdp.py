@@ -467,7 +467,10 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
         if any(part in path for part in ("].frags", "].released", "].returns")):
             # The frags are decided by how the driver built them (coalescing,
             # XDP-BUFF-007) and by the program's tail adjustments (XDP-ADJ-007..010).
-            return tuple(dict.fromkeys(r for r in applied_rules if r in _FRAG_RULES))
+            # The frags live in the shared info at the buffer's hard end (XDP-BUFF-002)
+            # and are read only while XDP_FLAGS_HAS_FRAGS says so (XDP-BUFF-006).
+            return tuple(dict.fromkeys((*(r for r in applied_rules if r in _FRAG_RULES),
+                                        "XDP-BUFF-002", "XDP-BUFF-006")))
         _, sep, tail = path.partition("].ops[")
         if not sep:
             return ()
@@ -482,6 +485,10 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
             # The offset the helper saw is an int: the register truncated, or INT_MIN,
             # whose negation in the frags shrink path stays negative.
             return ("XDP-ADJ-001", *decisive[-1:])
+        if path.endswith("].op"):
+            # Which ops ran and left a record: the program's (XDP-PROG-001, each op
+            # records; XDP-PROG-003, none after the first return).
+            return ("XDP-PROG-001", "XDP-PROG-003", *decisive[-1:])
         records = packet.observed["ops"]
         record = records[op_index] if op_index < len(records) else {}
         if (op.get("op") == "adjust_tail" and s32(int(op["delta"])) > 0

@@ -266,7 +266,9 @@ FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("events[*].cqes*", ("ZCRX-CQE-002",)),
     ("events[*].rc", ("ZCRX-CQE-005",)),
     ("events[*].requeue", ("ZCRX-CQE-005",)),
-    ("events[*].written", ("ZCRX-SIM-003",)),
+    # The user writes entries while the ring has room (ZCRX-SIM-003), which the ring's
+    # free-running counters decide (ZCRX-REFILL-007).
+    ("events[*].written", ("ZCRX-SIM-003", "ZCRX-REFILL-007")),
     ("events[*].got", ("ZCRX-MP-003",)),
     ("events[*].scrubbed", ("ZCRX-SCRUB-001",)),
     ("events*", ("ZCRX-SIM-003",)),
@@ -335,8 +337,10 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     """Blame from the reference's own run: ``register.rc`` on the rule that decided it; a
     refill outcome on the rule of the outcome reached; a field of event ``i`` on the rule
     the reference applied during event ``i`` that decides that field (EVENT_RULES; a
-    copied CQE on the copy rules); a niov's user references on ZCRX-CQE-004 (each zero-copy
-    CQE takes one) and, when copied chunks landed in it, ZCRX-COPY-001; the pools' end
+    copied CQE on the copy rules, a zero-copy CQE's ``res`` and ``off`` also on the device's
+    placement ZCRX-SIM-001); a niov's user references on ZCRX-CQE-004 (each zero-copy
+    CQE takes one) and, when copied chunks landed in it, ZCRX-COPY-001, after a scrub
+    first on ZCRX-SCRUB-001; the pools' end
     state on the restart or shutdown that released them; the freelist's end count on the
     releases and, when some put kept a niov in a pool, on that put too."""
     engine, results, trace, bounds = traced_events(scenario)
@@ -372,10 +376,13 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
             by = [rule for rule, given in (("ZCRX-COPY-001", copy_niovs),
                                            ("ZCRX-CQE-004", zc_niovs))
                   if niov in given and rule in every]
+            # A scrub took every user reference back (ZCRX-SCRUB-001): what is left
+            # after it is its decision first.
+            scrubbed = ("ZCRX-SCRUB-001",) if "ZCRX-SCRUB-001" in every else ()
             if by:
-                return tuple(by)
+                return (*scrubbed, *by)
             if "ZCRX-CQE-004" in every:
-                return ("ZCRX-CQE-004",)
+                return (*scrubbed, "ZCRX-CQE-004")
         if path == "final.free_count" and "ZCRX-MP-005" in every:
             # The freelist ends with what was released (ZCRX-MP-004) less what the puts
             # kept in a pool's cache or ring instead (ZCRX-MP-005).
@@ -396,6 +403,8 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
             cqes = results[ei].get("cqes", [])
             if ci < len(cqes) and cqes[ci]["off"] in copies:
                 return ("ZCRX-COPY-002",) if path.endswith(".res") else ("ZCRX-COPY-001",)
+            if path.endswith((".res", ".off")):  # where the device put the payload
+                return ("ZCRX-CQE-002", "ZCRX-SIM-001")
             return ()
         if field in ("rc", "requeue", "cqes") and limited(ei):
             # The call stopped at the actor's per-call limit: how much it delivered,
@@ -409,7 +418,9 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
             return tuple(rule for rule in EVENT_RULES[field] if rule in applied)
         for rule in EVENT_RULES.get(field, ()):
             if rule in applied:
-                return (rule,)
+                # What an alloc event got is the driver's posting (ZCRX-SIM-001), one
+                # pool allocation per buffer.
+                return (rule, "ZCRX-SIM-001") if field == "got" else (rule,)
         return ()
 
     return rules

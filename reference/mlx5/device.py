@@ -375,6 +375,8 @@ class Mlx5Device:
         return Completion(base(byte_cnt=len(data), wqe_counter=counter), index)
 
     def _next_wqe(self) -> None:
+        """A WQE whose strides are used up gives way to the next one (id + 1 modulo the WQ
+        size), from stride 0 (MLX5-DEV-010)."""
         self.cur_wqe = (self.cur_wqe + 1) & (self.config.wq_size - 1)
         self.cur_stride = 0
 

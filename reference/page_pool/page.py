@@ -223,6 +223,9 @@ class PageAllocator:
         return local_nid if nid == NUMA_NO_NODE else nid
 
     def _new(self, order: int, nid: int) -> Page:
+        """A fresh page: the next ``2**order`` pfns, so its DMA address (``pfn <<
+        PAGE_SHIFT``, PP-ALLOC-005) is one no other page of the run has; one mm reference
+        (PP-PAGE-002); pfmemalloc while ``pfmemalloc_next`` lasts (PP-RECYCLE-003)."""
         pfm = False
         if self.pfmemalloc_next > 0:
             self.pfmemalloc_next -= 1
@@ -233,7 +236,8 @@ class PageAllocator:
         return page
 
     def alloc_pages_node(self, nid: int, order: int, local_nid: int) -> Page | None:
-        """``alloc_pages_node``: one page of ``order`` or None."""
+        """``alloc_pages_node``: one page of ``order`` or None, as the high-order slow path
+        asks for it (PP-ALLOC-006); an order above ``MAX_PAGE_ORDER`` fails (PP-INIT-007)."""
         if order > self.arch.max_page_order:
             return None
         if self.fail_next > 0:
@@ -242,7 +246,8 @@ class PageAllocator:
         return self._new(order, self._node(nid, local_nid))
 
     def alloc_pages_bulk_node(self, nid: int, nr: int, local_nid: int) -> list[Page]:
-        """``alloc_pages_bulk_node``: up to ``nr`` order-0 pages, possibly fewer or none."""
+        """``alloc_pages_bulk_node``: up to ``nr`` order-0 pages, possibly fewer or none, in
+        the order the slow path pushes them into the cache (PP-ALLOC-004)."""
         if self.fail_next > 0:
             self.fail_next -= 1
             return []

@@ -109,7 +109,8 @@ class HdsDevice:
         self.buffers_used = 0
 
     def post(self, n: int) -> int:
-        """The driver fills its RX ring with ``n`` more buffers; returns how many it got."""
+        """The driver fills its RX ring with ``n`` more buffers, one pool allocation each,
+        and returns how many it got: the posted buffers ZCRX-SIM-001 places into first."""
         got = 0
         for _ in range(n):
             niov = self.pool.alloc_netmem()
