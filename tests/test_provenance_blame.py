@@ -11,6 +11,9 @@ component's attribution gives the field (SPEC: TRACE-001, the trace the blame re
 from __future__ import annotations
 
 import pytest
+from scapy.layers.inet import IP, TCP
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
 
 from conformance.components import fec, page_pool, veth, xdp, zcrx
 from conformance.components.driver_xdp import EXPLAIN_FRAME
@@ -30,6 +33,16 @@ def test_fast_path_page_is_blamed_on_the_put_that_cached_it() -> None:
     # the first allocation took a fresh page: nothing put it anywhere before
     first = page_pool.COMPONENT.rules_in(scenario)("events[0].page")
     assert "PP-RECYCLE-004" not in first
+    # A put from another CPU is not direct (PP-RECYCLE-002) and goes to the ring: had it
+    # been cached, the next allocation would have popped its page instead.
+    other = Scenario(component="page_pool", config={"napi_cpu": 0},
+                     events=({"op": "alloc"}, {"op": "alloc"},
+                             {"op": "put", "alloc": 0, "direct": True},
+                             {"op": "put", "alloc": 1, "cpu": 1}, {"op": "alloc"}))
+    popped = page_pool.COMPONENT.rules_in(other)("events[4].page")
+    assert popped[0] == "PP-ALLOC-001"
+    assert {"PP-RECYCLE-004", "PP-RECYCLE-002"} <= set(popped)
+    assert page_pool.expected(other)["events"][4]["page"] == 0
 
 
 @pytest.mark.rule("FEC-RX-001", "PP-ALLOC-004", "PP-ALLOC-005", "FEC-TX-002", "FEC-TX-003",
@@ -75,3 +88,22 @@ def test_zcrx_user_refs_after_a_scrub_and_posted_buffers() -> None:
     assert rules("final.user_refs")[0] == "ZCRX-SCRUB-001"
     assert rules("events[0].got")[-1] == "ZCRX-SIM-001"
     assert rules("events[3].written") == ("ZCRX-SIM-003", "ZCRX-REFILL-007")
+
+
+@pytest.mark.rule("MLX5-CSUM-007", "MLX5-CSUM-005", "MLX5-CSUM-006", "MLX5-CQE-001",
+                  "MLX5-DEV-010")
+def test_mlx5_checksum_complete_names_the_packet_gates() -> None:
+    """CHECKSUM_COMPLETE is what is left when no gate held: the gates that read the packet
+    (MLX5-CSUM-005, MLX5-CSUM-006) let it through (a frame long enough for MLX5-CSUM-004).
+    A CQE field no device rule decides is the CQE's layout."""
+    from conformance.components import mlx5
+
+    frame = bytes(Ether() / IP(src="192.0.2.1", dst="192.0.2.2") / TCP() / Raw(b"x" * 100))
+    scenario = Scenario(component="mlx5", config=dict(mlx5.EXPLAIN_DEFAULTS), frames=(frame,))
+    observed = mlx5.expected(scenario)
+    assert observed["xdp"][0]["skb"]["ip_summed"] == "CHECKSUM_COMPLETE"
+    assert mlx5.COMPONENT.rules_in(scenario)("xdp[0].skb.ip_summed") == (
+        "MLX5-CSUM-007", "MLX5-CSUM-005", "MLX5-CSUM-006")
+    assert mlx5.COMPONENT.rules_for("packets[0].wqe_id") == ("MLX5-DEV-010", "MLX5-COMP-005")
+    assert mlx5.COMPONENT.rules_for("packets[0].flags_rqpn") == ("MLX5-COMP-005",
+                                                                 "MLX5-CQE-001")

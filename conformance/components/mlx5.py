@@ -217,6 +217,9 @@ _FIELD_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("packets[*].l4_l3_hdr_type", ("MLX5-DEV-003", "MLX5-DEV-006")),
     ("packets[*].vlan_info", ("MLX5-DEV-006",)),
     ("packets[*].timestamp_*", ("MLX5-DEV-007",)),
+    ("packets[*].wqe_id", ("MLX5-DEV-010", "MLX5-COMP-005")),  # the striding WQE it used
+    # Any other CQE field is the 64 bytes as MLX5-CQE-001 lays them out.
+    ("packets[*].*", ("MLX5-COMP-005", "MLX5-CQE-001")),
     ("packets*", ("MLX5-COMP-005",)),
     ("xdp[*].kind", ("MLX5-RX-002",)),
     ("xdp[*].frame", ("MLX5-COMP-005",)),
@@ -485,7 +488,8 @@ _CSUM_GATES = ("MLX5-CSUM-001", "MLX5-CSUM-002", "MLX5-CSUM-003", "MLX5-CSUM-004
 def _csum_blame(scenario: Scenario, cqe: C.mlx5_cqe64, skb: dict[str, Any],
                 value: bool) -> tuple[str, ...]:
     """The rule behind one skb's checksum verdict: for ``ip_summed`` the gate that kept it
-    from CHECKSUM_COMPLETE (else MLX5-CSUM-007); for ``csum`` the last fix-up applied."""
+    from CHECKSUM_COMPLETE (else MLX5-CSUM-007 and the gates that read the packet); for
+    ``csum`` the last fix-up applied."""
     rq = rx.Mlx5eRq(rq_config_of(scenario))
     rq.xdp_prog = has_program(scenario)
     trace = Trace()
@@ -498,7 +502,9 @@ def _csum_blame(scenario: Scenario, cqe: C.mlx5_cqe64, skb: dict[str, Any],
                 return (rule,)
         return ("MLX5-CSUM-007",)
     gates = [r for r in _CSUM_GATES if r in applied]
-    return (gates[0],) if gates else ("MLX5-CSUM-007",)
+    # CHECKSUM_COMPLETE is what is left when no gate held: the gates that read the packet
+    # (the last EtherType and depth MLX5-CSUM-005 finds, SCTP MLX5-CSUM-006) let it through.
+    return (gates[0],) if gates else ("MLX5-CSUM-007", "MLX5-CSUM-005", "MLX5-CSUM-006")
 
 
 def sides(scenario: Scenario) -> frozenset[str]:

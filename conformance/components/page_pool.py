@@ -434,22 +434,30 @@ def _names_pfn(event: TraceEvent, pfn: int) -> bool:
     return fields.get("pfn") == pfn or pfn in fields.get("pfns", ())  # type: ignore[operator]
 
 
+#: Why a put did not cache its page: not direct (PP-RECYCLE-002), not recyclable
+#: (PP-RECYCLE-003), the cache full (PP-RECYCLE-005).
+_NOT_CACHED = ("PP-RECYCLE-002", "PP-RECYCLE-003", "PP-RECYCLE-005")
+
+
 def _cache_provenance(traces: list[Trace], index: int) -> tuple[str, ...]:
     """Which page the fast path hands out (PP-ALLOC-001, the cache is a stack) was decided
-    by whoever put it on top: the rules of the last earlier event whose trace names that
-    page (a direct put: PP-RECYCLE-002 and PP-RECYCLE-004).  () when event ``index`` did
-    not pop the cache, or no earlier event names the page (a refill's or the slow path's
-    other pages)."""
+    by whoever put it on top, and by every later put that did not cache its own page
+    instead: the rules of the last earlier event whose trace names that page (a direct
+    put: PP-RECYCLE-002 and PP-RECYCLE-004), then why each put after it left its page out
+    of the cache (:data:`_NOT_CACHED`).  () when event ``index`` did not pop the cache, or
+    no earlier event names the page (a refill's or the slow path's other pages)."""
     popped = [e for e in traces[index] if e.rule == "PP-ALLOC-001"]
     if not popped:
         return ()
     pfn = dict(popped[-1].fields).get("pfn")
     if not isinstance(pfn, int):
         return ()
-    for trace in reversed(traces[:index]):
-        named = [e for e in trace if _names_pfn(e, pfn)]
+    for j in range(index - 1, -1, -1):
+        named = [e for e in traces[j] if _names_pfn(e, pfn)]
         if named:
-            return _pp_rules(named)
+            later = [e for trace in traces[j + 1:index] for e in trace
+                     if e.rule in _NOT_CACHED and "PP-RECYCLE-004" not in trace.rules()]
+            return _pp_rules([*named, *later])
     return ()
 
 

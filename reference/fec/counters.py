@@ -31,7 +31,10 @@ FEC_XDP_STAT_STRS: tuple[str, ...] = (
 
 @attrs.define
 class NetStats:
-    """The ``ndev->stats`` fields fec's RX and TX paths touch (FEC-STATS-001)."""
+    """The ``ndev->stats`` fields fec's RX and TX paths touch (FEC-STATS-001), each from
+    zero: the RX error counters are moved by FEC-RX-004, ``rx_packets`` and ``rx_bytes``
+    by FEC-RX-005, ``rx_dropped`` by FEC-RX-006, the TX ones and ``collisions`` by
+    FEC-STATS-002."""
 
     rx_packets: int = 0
     rx_bytes: int = 0

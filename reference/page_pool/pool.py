@@ -468,6 +468,9 @@ class PagePool:
             if allow_direct:
                 emit(trace, "PP-RECYCLE-002", "caller is the pool's NAPI context: direct",
                      pfn=page.pfn, cpu=ctx.cpu)
+            else:
+                emit(trace, "PP-RECYCLE-002", "not the pool's NAPI context: not direct",
+                     pfn=page.pfn, cpu=ctx.cpu, in_softirq=ctx.in_softirq)
         r = self._put_core(page, dma_sync_size, allow_direct)
         if r == _PUT_DONE_CACHED:
             emit(trace, "PP-RECYCLE-004", "direct put into the alloc cache", pfn=page.pfn,
