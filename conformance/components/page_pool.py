@@ -470,7 +470,8 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
 
     * an event's fields: the rules that event applied (a put's sync: PP-DMA-001 and
       what stopped a sync); the page a fast-path allocation returns also by the rules of
-      the event that put it on top of the cache (:func:`_cache_provenance`);
+      the event that put it on top of the cache and of the later puts that left theirs
+      out (:func:`_cache_provenance`);
     * a pool-wide field (a counter, the DMA counts, ``inflight``, ``state``,
       ``warnings``): the rules of the events that changed it;
     * ``dma_mapped.K``: PP-DMA-004 (the one rule that unmaps and clears the address);
