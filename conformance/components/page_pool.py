@@ -439,30 +439,27 @@ def _names_pfn(event: TraceEvent, pfn: int) -> bool:
 _NOT_CACHED = ("PP-RECYCLE-002", "PP-RECYCLE-003", "PP-RECYCLE-005")
 
 
-def _cache_provenance(traces: list[Trace], index: int) -> tuple[str, ...]:
+def _cache_provenance(traces: list[Trace], index: int) -> list[TraceEvent]:
     """Which page the fast path hands out (PP-ALLOC-001, the cache is a stack) was decided
     by whoever put it on top, and by every later put that did not cache its own page
-    instead: the rules of the last earlier event whose trace names that page (a direct
+    instead: the events of the last earlier event whose trace names that page (a direct
     put: PP-RECYCLE-002 and PP-RECYCLE-004), then why each put after it left its page out
-    of the cache (:data:`_NOT_CACHED`).  () when event ``index`` did not pop the cache, or
-    no earlier event names the page (a refill's or the slow path's other pages)."""
+    of the cache (:data:`_NOT_CACHED`).  Empty when event ``index`` did not pop the cache,
+    or no earlier event names the page (a refill's or the slow path's other pages)."""
     popped = [e for e in traces[index] if e.rule == "PP-ALLOC-001"]
     if not popped:
-        return ()
+        return []
     pfn = dict(popped[-1].fields).get("pfn")
     if not isinstance(pfn, int):
-        return ()
+        return []
     for j in range(index - 1, -1, -1):
         named = [e for e in traces[j] if _names_pfn(e, pfn)]
         if named:
-            later = [e for trace in traces[j + 1:index] for e in trace
-                     if e.rule in _NOT_CACHED and "PP-RECYCLE-004" not in trace.rules()]
-            return _pp_rules([*named, *later])
-    return ()
-
-
-def _dedup(rules: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(rules))
+            later = [e for trace in traces[j + 1:index]
+                     if not any(t.rule == "PP-RECYCLE-004" for t in trace)
+                     for e in trace if e.rule in _NOT_CACHED]
+            return [*named, *later]
+    return []
 
 
 def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
@@ -508,7 +505,7 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
             if path.endswith((".synced", ".sync_offset")):
                 return ("PP-DMA-001", *(r for r in applied_here if r in _SYNC_RULES))
             if path.endswith(".page"):
-                return _dedup(applied_here + _cache_provenance(traces, index))
+                return _pp_rules([*traces[index], *_cache_provenance(traces, index)])
             return applied_here
         head, _, key = path.partition(".")
         if head == "dma_mapped":  # mapped at alloc, unmapped on release or scrub

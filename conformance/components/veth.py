@@ -271,7 +271,7 @@ def attribute(scenario: Scenario) -> Callable[[str], tuple[str, ...]]:
     def rules(path: str) -> tuple[str, ...]:
         if frame_path:
             return _frame_path_rules(scenario, path)
-        helper = _helper_rules(scenario, path) or _kfunc_rc_rules(scenario, path)
+        helper = _helper_rules(scenario, path)
         if helper:
             return helper
         m = _HASH_PATH.fullmatch(path)
@@ -298,7 +298,10 @@ _OP_PATH = re.compile(r"packets\[(\d+)\]\.ops\[(\d+)\]\..*")
 def _helper_rules(scenario: Scenario, path: str) -> tuple[str, ...]:
     """The return code of a helper op (adjust_head/meta/tail, write) is decided by the XDP
     core rules the reference applied to that op, on the buffer veth's copy laid out
-    (VETH-SKB-002): those rules from the reference's trace, not veth's kfunc rules."""
+    (VETH-SKB-002): those rules from the reference's trace, not veth's kfunc rules.  A
+    kfunc's return code on the skb path: veth implements it (VETH-KF-004) and the kfunc's
+    own rule decides 0 or -ENODATA (``_KFUNC_RULES``: the tag present or not, VETH-KF-003,
+    and so on)."""
     m = _OP_PATH.fullmatch(path)
     if m is None or not path.endswith(".rc"):
         return ()
@@ -306,7 +309,9 @@ def _helper_rules(scenario: Scenario, path: str) -> tuple[str, ...]:
     if i >= len(scenario.frames):
         return ()
     ops = scenario.program_for(i) or PASS_PROGRAM
-    if j >= len(ops) or ops[j]["op"] in ("kfunc", "get_buff_len"):
+    if j < len(ops) and ops[j]["op"] == "kfunc":
+        return (*COMPONENT.rules_for(path), *_KFUNC_RULES.get(str(ops[j].get("name")), ()))
+    if j >= len(ops) or ops[j]["op"] == "get_buff_len":
         return ()
     frame = scenario.frames[i]
     skb = veth.VethSkb(frame, **_oob_vlan(scenario, i))
@@ -325,20 +330,6 @@ def _helper_rules(scenario: Scenario, path: str) -> tuple[str, ...]:
         # which the trace names only when it does not.
         decisive = ["XDP-ADJ-004", *decisive]
     return (*dict.fromkeys(decisive), "VETH-SKB-002") if decisive else ()
-
-
-def _kfunc_rc_rules(scenario: Scenario, path: str) -> tuple[str, ...]:
-    """A kfunc's return code on the skb path: veth implements it (VETH-KF-004) and the
-    kfunc's own rule decides 0 or -ENODATA (``_KFUNC_RULES``: the tag present or not,
-    VETH-KF-003, and so on)."""
-    m = _OP_PATH.fullmatch(path)
-    if m is None or not path.endswith(".rc") or int(m[1]) >= len(scenario.frames):
-        return ()
-    ops = scenario.program_for(int(m[1])) or PASS_PROGRAM
-    j = int(m[2])
-    if j >= len(ops) or ops[j]["op"] != "kfunc":
-        return ()
-    return (*COMPONENT.rules_for(path), *_KFUNC_RULES.get(str(ops[j].get("name")), ()))
 
 
 def _frame_path_rules(scenario: Scenario, path: str) -> tuple[str, ...]:

@@ -38,8 +38,7 @@ def ids_in(text: str, root: Path = ROOT) -> tuple[str, ...]:
     """The rule ids ``text`` names, in order, with the shorthands code and SPEC.md use
     (``X-003/004``, ``X-001..005``, ``X-001 .. Y-006``) spelt out; a range or a slashed
     number is kept only where SPEC.md has the rules it stands for."""
-    order = _order(root)
-    where = {rid: i for i, rid in enumerate(order)}
+    order, where = _order(root)
     found: list[tuple[int, str]] = [(m.start(), m.group()) for m in ID_RE.finditer(text)]
     for m in _SLASHED.finditer(text):
         area = m.group("a")[:-3]
@@ -54,8 +53,10 @@ def ids_in(text: str, root: Path = ROOT) -> tuple[str, ...]:
 
 
 @functools.cache
-def _order(root: Path) -> tuple[str, ...]:
-    return tuple(load_rules(root))
+def _order(root: Path) -> tuple[tuple[str, ...], Mapping[str, int]]:
+    """SPEC.md's rule ids in order, and each one's place (read once per checkout)."""
+    order = tuple(load_rules(root))
+    return order, {rid: i for i, rid in enumerate(order)}
 
 
 @functools.cache
