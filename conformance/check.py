@@ -10,7 +10,10 @@ pytest way, and the plugin turns it into per-rule verdicts:
   observables that break the component's schema): :class:`TargetFault`, a failure of the
   property's rules with the scenario, the kind of misbehaviour and a replay command,
   shrunk by hypothesis like any other failure;
-- it cannot answer this scenario by design: skipped as *not applicable*.
+- it cannot answer this scenario by design: skipped as *not applicable*;
+- it cannot answer this one input (a program calling a helper its kernel refuses):
+  the input is rejected and hypothesis draws another; the property is not applicable
+  only when :data:`MAX_REJECTS_WITHOUT_ANSWER` inputs in a row could not run.
 
 A target that fails on every input it is given is not judged at all: after
 :data:`MAX_FAULTS_WITHOUT_SUCCESS` faults and no answer, the rest of the run is skipped
@@ -23,7 +26,7 @@ import json
 import shlex
 import traceback
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 import pytest
@@ -31,7 +34,7 @@ import pytest
 from conformance.components import Component
 from conformance.observe import Comparison, compare
 from conformance.scenario import Scenario, to_jsonable
-from conformance.targets.base import NotApplicable, Target, TargetError
+from conformance.targets.base import InputNotApplicable, NotApplicable, Target, TargetError
 from conformance.targets.reference import ReferenceTarget
 from conformance.validate import observables_problem
 
@@ -44,6 +47,12 @@ MAX_FAULTS_WITHOUT_SUCCESS = 3
 #: property shrinking stops and the smallest faulting scenario seen is reported.
 MAX_HANGS_PER_PROPERTY = 4
 MAX_RESTARTS_PER_PROPERTY = 12
+
+#: A property whose first inputs all need what the target lacks is not applicable
+#: (skipped with the reason) after this many; before, each such input is rejected, so
+#: the property still checks the inputs that can run.  Below hypothesis' own limit on
+#: rejected inputs (its ``filter_too_much`` health check at 50).
+MAX_REJECTS_WITHOUT_ANSWER = 20
 
 
 class RuleMismatch(AssertionError):
@@ -124,12 +133,18 @@ class TargetSession:
         self._hangs = 0
         self._restarts = 0
         self._smallest: tuple[int, TargetFault] | None = None
+        self._rejected = 0
+        self._answered_in_property = 0
+        #: Why inputs were rejected (InputNotApplicable), with how many, for the run's notes.
+        self.rejected: dict[str, int] = {}
 
     def begin_property(self) -> None:
         """Called by the plugin before each test: the shrink budgets are per property."""
         self._hangs = 0
         self._restarts = 0
         self._smallest = None
+        self._rejected = 0
+        self._answered_in_property = 0
 
     def run(
         self, scenario: Scenario, expected: dict[str, Any], mask: tuple[str, ...] = ()
@@ -139,6 +154,8 @@ class TargetSession:
             pytest.skip(f"target error: {self.broken}")
         try:
             observables = self.target.run(scenario)
+        except InputNotApplicable as exc:
+            self._reject(exc)
         except NotApplicable as exc:
             pytest.skip(f"not applicable: {exc}")
         except TargetError as exc:
@@ -153,7 +170,23 @@ class TargetSession:
             if problem:
                 raise self._fault("schema", problem, scenario, expected, mask)
         self.answers += 1
+        self._answered_in_property += 1
         return observables
+
+    def _reject(self, exc: InputNotApplicable) -> NoReturn:
+        """Another input instead of this one, while the property may still find inputs
+        that run; a skip naming the reason once it has found none in a row of
+        :data:`MAX_REJECTS_WITHOUT_ANSWER`, or outside hypothesis."""
+        from hypothesis import reject
+        from hypothesis.control import currently_in_test_context
+
+        reason = str(exc)
+        self.rejected[reason] = self.rejected.get(reason, 0) + 1
+        self._rejected += 1
+        if currently_in_test_context() and (
+                self._answered_in_property or self._rejected < MAX_REJECTS_WITHOUT_ANSWER):
+            reject()
+        pytest.skip(f"not applicable: {reason}")
 
     def _fault(
         self, kind: str, detail: str, scenario: Scenario, expected: dict[str, Any],

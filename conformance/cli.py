@@ -244,8 +244,10 @@ def run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str] =
     _print_table(verdicts, args, kernel)
     if interactive:
         _print_reproducers(verdicts)
+    for note in capture.notes:
+        print(f"rx-oracle: note: {note}", file=sys.stderr)
     if args.report:
-        _write_report(args.report, verdicts, args, kernel)
+        _write_report(args.report, verdicts, args, kernel, capture.notes)
     failed = any(v.verdict == plugin.FAIL for v in verdicts.values())
     if capture.target_errors:
         print(f"rx-oracle: {len(capture.target_errors)} case(s) not run: the target was given "
@@ -266,9 +268,11 @@ class _Capture:
     answered: int
     unavailable: str | None
     kernel: str | None
+    notes: list[str]
 
     def __init__(self) -> None:
         self.kernel = None
+        self.notes = []
         self.verdicts = {}
         self.target_errors = []
         self.faulted = []
@@ -284,6 +288,7 @@ class _Capture:
         self.answered = rules.answered
         self.unavailable = rules.unavailable
         self.kernel = rules.kernel
+        self.notes = list(rules.notes)
 
 
 class _Progress:
@@ -353,7 +358,8 @@ def _print_table(
 
 
 def _write_report(
-    path: Path, verdicts: dict[str, plugin.RuleVerdict], args: argparse.Namespace, kernel: str
+    path: Path, verdicts: dict[str, plugin.RuleVerdict], args: argparse.Namespace, kernel: str,
+    notes: Sequence[str] = (),
 ) -> None:
     report = {
         "format": "rx-oracle-report",
@@ -362,6 +368,7 @@ def _write_report(
         "kernel": kernel,
         "target": args.target,
         "profile": args.profile,
+        "notes": list(notes),
         "rules": [
             {"rule": v.rule, "verdict": v.verdict, "passed": v.passed, "failed": v.failed,
              "skipped": v.skipped, "reasons": v.reasons, "failures": v.failures,

@@ -84,6 +84,9 @@ class RuleCollector:
     unavailable: str | None = None
     #: KVER-001: the kernel version the reference predicted for (set by ``rx_target``).
     kernel: str | None = None
+    #: What the target said about itself (a live kernel's refused helpers) and how many
+    #: inputs could not run because of it; printed once after the table.
+    notes: list[str] = attrs.field(factory=list)
 
     def selected(self, rules: Iterable[str]) -> bool:
         if not self.selectors:
@@ -318,11 +321,15 @@ def rx_target(request: pytest.FixtureRequest) -> Generator[TargetSession, None, 
         target.close()
         collector(request.config).unavailable = str(exc)
         pytest.exit(f"rx-oracle: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
-    collector(request.config).kernel = session.kernel
+    rules = collector(request.config)
+    rules.kernel = session.kernel
+    rules.notes.extend(str(note) for note in getattr(target, "notes", ()))
     try:
         yield session
     finally:
         target.close()
+        rules.notes.extend(f"{count} input(s) not run: {reason}"
+                           for reason, count in session.rejected.items())
 
 
 def save_failure(

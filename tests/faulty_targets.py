@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.scenario import Scenario
+from conformance.targets.base import InputNotApplicable
 from conformance.targets.reference import ReferenceTarget
 
 FAULTY_FRAMES = 3
@@ -73,3 +74,24 @@ class RssHashByteSwapped(ReferenceTarget):
                 if packet["hash"] is not None:
                     packet["hash"] = int.from_bytes(packet["hash"].to_bytes(4, "big"), "little")
         return observables
+
+
+class RefusesSomeInputs(ReferenceTarget):
+    """Like a live kernel that refuses one helper: inputs of ``FAULTY_FRAMES`` frames or
+    more cannot run here (InputNotApplicable), every other input is answered."""
+
+    name = "refuses-some"
+
+    def run(self, scenario: Scenario) -> dict[str, Any]:
+        if len(scenario.frames) >= FAULTY_FRAMES:
+            raise InputNotApplicable(f"{self.name}: {FAULTY_FRAMES} frames or more")
+        return super().run(scenario)
+
+
+class RefusesEveryInput(ReferenceTarget):
+    """No input can run: each property is not applicable, with the reason."""
+
+    name = "refuses-every"
+
+    def run(self, scenario: Scenario) -> dict[str, Any]:
+        raise InputNotApplicable(f"{self.name}: the kernel refuses everything")

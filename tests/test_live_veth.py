@@ -23,7 +23,7 @@ REASON = env.missing()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 if REASON is None:
-    from conformance.live import libbpf, netns, probe
+    from conformance.live import libbpf, netns, ops, probe
     from conformance.live.devices import VethPair
 
 
@@ -88,11 +88,11 @@ def test_attach_needs_peer_mtu_within_one_page(own_pair: tuple[str, str]) -> Non
     obj = probe.build()
     netns.ip("link", "set", a, "mtu", "3507", netns=ns)
     with netns.entered(ns), pytest.raises(libbpf.BpfError) as refused:
-        probe.Probe(obj, socket.if_nametoindex(b))
+        ops.load_probe(obj, socket.if_nametoindex(b))
     assert refused.value.errno == 34  # ERANGE
     netns.ip("link", "set", a, "mtu", "3506", netns=ns)
     with netns.entered(ns):
-        attached = probe.Probe(obj, socket.if_nametoindex(b))
+        attached = ops.load_probe(obj, socket.if_nametoindex(b))
         attached.close()
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from conformance.live import netns
 from conformance.live.ethtool import EthtoolStats
+from conformance.live.ops import load_probe
 from conformance.live.probe import PeerProgram, Probe, ProbeError
 
 TUNSETIFF = 0x400454CA
@@ -85,7 +86,7 @@ class VethPair(LiveDevice):
             netns.ip("link", "set", self.if_b, "up", netns=self.ns_b)
             with netns.entered(self.ns_b):
                 self.ifindex_b = socket.if_nametoindex(self.if_b)
-                self.probe = Probe(obj, self.ifindex_b)
+                self.probe = load_probe(obj, self.ifindex_b)
                 self._stat_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
                 self.stats = EthtoolStats(self._stat_sock, self.if_b)
                 # The xdp_frame path: frames sent from b, bounced by a's rxo_bounce.
@@ -227,7 +228,7 @@ class TapDevice(LiveDevice):
                 fcntl.ioctl(self.fd, TUNSETIFF, ifr)
                 netns.ip("link", "set", self.ifname, "up", netns=self.ns)
                 self.ifindex = socket.if_nametoindex(self.ifname)
-                self.probe = Probe(obj, self.ifindex)
+                self.probe = load_probe(obj, self.ifindex)
         except BaseException:
             self.close()
             raise
@@ -273,7 +274,7 @@ class Iface(LiveDevice):
             self._stat_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             self.stats = EthtoolStats(self._stat_sock, name)
             self.driver = self.stats.driver
-            self.probe = Probe(obj, self.ifindex)
+            self.probe = load_probe(obj, self.ifindex)
         try:
             with self._in(self.peer_ns):
                 self.tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)

@@ -38,12 +38,25 @@ def _load() -> ctypes.CDLL:
         "ring_buffer__free": (None, [vp]),
         "bpf_tc_hook_create": (i, [vp]),
         "bpf_tc_attach": (i, [vp, vp]),
+        "bpf_program__set_log_buf": (i, [vp, vp, ctypes.c_size_t]),
+        "libbpf_set_print": (vp, [vp]),
     }
     for fname, (restype, argtypes) in sigs.items():
         fn = getattr(lib, fname)
         fn.restype = restype
         fn.argtypes = argtypes
+    # libbpf's own messages go to stderr by default; a refused load is reported through
+    # BpfError with the verifier's words instead (LOG_SIZE below), so they are dropped.
+    lib.libbpf_set_print(ctypes.cast(_QUIET, ctypes.c_void_p))
     return lib
+
+
+#: libbpf's print callback (level, format, va_list): says nothing.
+_PrintFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+_QUIET = _PrintFn(lambda _level, _fmt, _args: 0)
+#: The verifier log kept for each program loaded.  libbpf asks the kernel for it only
+#: when a load fails (it retries with log level 1 into this buffer).
+LOG_SIZE = 1 << 20
 
 
 _LIB: ctypes.CDLL | None = None
@@ -57,7 +70,21 @@ def lib() -> ctypes.CDLL:
 
 
 class BpfError(OSError):
-    pass
+    """A libbpf call failed; ``verifier_line`` is the verifier's last word on a refused
+    program (empty when the kernel gave no log)."""
+
+    verifier_line: str = ""
+
+
+def verifier_line(log: bytes) -> str:
+    """The line of a verifier log that says why: the last one before the statistics the
+    verifier appends (``processed N insns``, ``verification time``, stack depths)."""
+    lines = [line.strip() for line in log.decode(errors="replace").splitlines()]
+    for line in reversed(lines):
+        if line and not line.startswith(("processed ", "verification time", "stack depth",
+                                         "-- END", "-- BEGIN")):
+            return line
+    return ""
 
 
 def check(rc: int, what: str) -> int:
@@ -87,7 +114,7 @@ class BpfObject:
         """Load ``names`` unbound (``others`` not autoloaded); their fds by name."""
         for name in others:
             self._lib.bpf_program__set_autoload(self.program(name), False)
-        check(self._lib.bpf_object__load(self.ptr), "bpf_object__load")
+        self._object_load(names)
         return {name: check(self._lib.bpf_program__fd(self.program(name)), "fd")
                 for name in names}
 
@@ -103,8 +130,27 @@ class BpfObject:
             flags |= BPF_F_XDP_DEV_BOUND_ONLY
         if flags:
             check(self._lib.bpf_program__set_flags(prog, flags), "set_flags")
-        check(self._lib.bpf_object__load(self.ptr), "bpf_object__load")
+        self._object_load((keep,))
         return check(self._lib.bpf_program__fd(prog), "bpf_program__fd")
+
+    def _object_load(self, names: tuple[str, ...]) -> None:
+        """``bpf_object__load``; a refusal raises :class:`BpfError` naming the program and
+        quoting the verifier's last line."""
+        logs = {name: ctypes.create_string_buffer(LOG_SIZE) for name in names}
+        for name, buf in logs.items():
+            self._lib.bpf_program__set_log_buf(self.program(name), buf, LOG_SIZE)
+        rc = self._lib.bpf_object__load(self.ptr)
+        if rc >= 0:
+            return
+        err = -rc if rc < -1 else ctypes.get_errno()
+        for name, buf in logs.items():
+            line = verifier_line(buf.value)
+            if line:
+                exc = BpfError(err, f"the kernel refused program {name}: {line!r} "
+                                    f"(bpf_object__load: {os.strerror(err)})")
+                exc.verifier_line = line
+                raise exc
+        raise BpfError(err, f"bpf_object__load: {os.strerror(err)}")
 
     def map_fd(self, name: str) -> int:
         return check(self._lib.bpf_object__find_map_fd_by_name(self.ptr, name.encode()),

@@ -13,7 +13,7 @@ import platform
 import struct
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +45,23 @@ def cache_dir() -> Path:
     return Path(base)
 
 
-def build() -> Path:
-    """The probe object for this kernel and source, compiled once and cached."""
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    out_dir = cache_dir() / f"{platform.release()}-{digest}"
-    obj = out_dir / "rxo_probe.bpf.o"
+def build(omit: Iterable[str] = ()) -> Path:
+    """The probe object for this kernel and source, compiled once and cached; ``omit``
+    names ``RXO_NO_*`` macros of the source, each leaving out an op kind the kernel
+    refuses (:mod:`conformance.live.ops`)."""
+    out_dir = kernel_dir()
+    left_out = sorted(set(omit))
+    suffix = "".join(f"-{name.removeprefix('RXO_NO_').lower()}" for name in left_out)
+    obj = out_dir / (f"rxo_probe-without{suffix}.bpf.o" if left_out else "rxo_probe.bpf.o")
     if obj.exists():
         return obj
+    return compile_bpf(SOURCE, obj, out_dir, defines=left_out)
+
+
+def kernel_dir() -> Path:
+    """The cache directory for this kernel and probe source, with its ``vmlinux.h``."""
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    out_dir = cache_dir() / f"{platform.release()}-{digest}"
     out_dir.mkdir(parents=True, exist_ok=True)
     header = out_dir / "vmlinux.h"
     if not header.exists():
@@ -60,16 +70,19 @@ def build() -> Path:
         tmp = header.with_suffix(f".h.{os.getpid()}")
         tmp.write_bytes(text)
         tmp.rename(header)
-    return compile_bpf(SOURCE, obj, out_dir)
+    return out_dir
 
 
-def compile_bpf(source: Path, obj: Path, include_dir: Path) -> Path:
+def compile_bpf(source: Path, obj: Path, include_dir: Path,
+                defines: Sequence[str] = ()) -> Path:
     """Compile ``source`` to ``obj`` with clang for BPF (``vmlinux.h`` from
-    ``include_dir``), through a temporary name so a concurrent run never loads half a
-    file; :class:`ProbeError` with clang's message when it fails."""
+    ``include_dir``, each of ``defines`` as a ``-D``), through a temporary name so a
+    concurrent run never loads half a file; :class:`ProbeError` with clang's message when
+    it fails."""
     tmp_obj = obj.with_suffix(f".o.{os.getpid()}")
     done = subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-mcpu=v3",
-                           f"-I{include_dir}", "-c", str(source), "-o", str(tmp_obj)],
+                           f"-I{include_dir}", *(f"-D{d}" for d in defines),
+                           "-c", str(source), "-o", str(tmp_obj)],
                           capture_output=True, text=True, check=False)
     if done.returncode:
         raise ProbeError(f"clang failed: {done.stderr[-2000:]}")
@@ -151,10 +164,16 @@ def _bswap16(value: int) -> int:
 
 
 class Probe:
-    """The probe program loaded bound to ``ifindex`` (caller is inside its netns)."""
+    """The probe program loaded bound to ``ifindex`` (caller is inside its netns).
 
-    def __init__(self, obj_path: Path, ifindex: int) -> None:
+    ``refused`` maps the op kinds the kernel refuses on this device to why
+    (:func:`conformance.live.ops.load_probe` finds them and builds the probe without
+    them); a scenario calling one is not applicable."""
+
+    def __init__(self, obj_path: Path, ifindex: int,
+                 refused: Mapping[str, str] | None = None) -> None:
         self.ifindex = ifindex
+        self.refused = dict(refused or {})
         self.obj = libbpf.BpfObject(str(obj_path))
         self.attached = False
         try:

@@ -46,6 +46,13 @@ class NotApplicable(Exception):
     exist, a path a live device lacks): the case is *not applicable*, never a pass."""
 
 
+class InputNotApplicable(NotApplicable):
+    """This one input needs what the target lacks, while other inputs of the same
+    property may run: an XDP program calling a helper the live kernel refuses.  Inside a
+    hypothesis property the input is rejected and another is drawn; the property is not
+    applicable only when nothing it draws can run."""
+
+
 @attrs.frozen
 class Capabilities:
     """What a target implements and what it can report.

@@ -29,6 +29,7 @@ from conformance.components.xdp import PASS_PROGRAM
 from conformance.scenario import Scenario
 from conformance.targets.base import (
     Capabilities,
+    InputNotApplicable,
     NotApplicable,
     TargetError,
     TargetUnavailable,
@@ -85,6 +86,12 @@ class LiveTarget:
         self.driver = device.driver
         self.kind = kind
         self.cpumap: Any = None
+        #: The op kinds the kernel refuses on this device, and why (conformance.live.ops).
+        self.refused: dict[str, str] = dict(device.probe.refused)
+        #: One line per refusal, printed once with the run's verdicts.
+        self.notes: tuple[str, ...] = tuple(
+            f"{self.name}: {why}: cases whose XDP program calls it are not applicable"
+            for why in self.refused.values())
 
     @property
     def capabilities(self) -> Capabilities:
@@ -116,6 +123,7 @@ class LiveTarget:
         oob = oob_tags(scenario) if self.driver == "veth" else [None] * len(frames)
         programs: list[Sequence[Mapping[str, Any]]] = [
             scenario.program_for(i) or PASS_PROGRAM for i in range(len(frames))]
+        self._refuse(programs)
         packets: list[dict[str, Any]] = []
         totals = dict.fromkeys(RQ_COUNTERS, 0)
         try:
@@ -151,6 +159,15 @@ class LiveTarget:
         if self.driver == "veth":
             observables["counters"] = totals
         return observables
+
+    def _refuse(self, programs: Sequence[Sequence[Mapping[str, Any]]]) -> None:
+        """Not applicable when an op list calls what this kernel refuses (the probe was
+        built without it); every other case runs."""
+        from conformance.live.ops import needed
+
+        calls = sorted(needed(programs) & set(self.refused))
+        if calls:
+            raise InputNotApplicable(f"{self.name}: {self.refused[calls[0]]}")
 
     def _run_attach(self, scenario: Scenario) -> dict[str, Any]:
         """VETH-MTU-001 on the pair itself: the attach's errno and the peer's max_mtu."""
