@@ -273,9 +273,27 @@ class Guest:
             out.append(line)
 
     def send(self, frames: Sequence[bytes]) -> None:
+        """Frames to the guest's NIC; a QEMU that has gone (its socket refuses them) is a
+        :class:`GuestError` saying so, as when its console closes."""
         assert self.sock is not None
         for frame in frames:
-            self.sock.sendto(frame, self.qemu_path)
+            try:
+                self.sock.sendto(frame, self.qemu_path)
+            except OSError as exc:
+                if self._running_after(1.0):
+                    raise GuestError(f"guest NIC socket: {exc}\n{self.tail()}") from exc
+                raise GuestError(f"QEMU exited{self._exit()}\n{self.tail()}") from exc
+
+    def _running_after(self, grace: float) -> bool:
+        """Whether QEMU still runs ``grace`` seconds on (a dying process closes its
+        sockets a moment before it can be reaped)."""
+        if self.proc is None:
+            return False
+        try:
+            self.proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            return True
+        return False
 
     def receive(self, count: int, timeout: float, grace: float = 0.05) -> list[bytes]:
         """Frames the guest sent: until ``count`` arrived (then ``grace`` more) or timeout."""
