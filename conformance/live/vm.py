@@ -132,7 +132,7 @@ def _kill_pidfile(directory: Path) -> int | None:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except (OSError, ValueError):
         return None
-    if str(directory).encode() not in cmdline:
+    if f"{directory}/".encode() not in cmdline:
         return None
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
@@ -194,6 +194,6 @@ def running(directory: Path) -> list[int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
-                if str(directory).encode() in (entry / "cmdline").read_bytes():
+                if f"{directory}/".encode() in (entry / "cmdline").read_bytes():
                     out.append(int(entry.name))
     return out
