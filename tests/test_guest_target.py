@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conformance.live import guest_kernel, vm
+from conformance.live.qemu_fec.archive import ArchiveUnreachable, ImageError
 from conformance.targets.base import (
     TargetSpec,
     TargetSpecError,
@@ -93,7 +94,7 @@ def test_packages_from_archive_names() -> None:
         "linux-binary-7.3.4+deb13-amd64")
     assert guest_kernel.archive_versions(known) == [
         "6.12.117+deb13-amd64", "6.18.15+deb13-amd64", "7.3.4+deb13-amd64"]
-    with pytest.raises(guest_kernel.ImageError, match=r"no kernel 7\.2\.1.*it has: 6\.12"):
+    with pytest.raises(ImageError, match=r"no kernel 7\.2\.1.*it has: 6\.12"):
         guest_kernel.packages_for("7.2.1+deb13-amd64", known)
 
 
@@ -119,7 +120,7 @@ def test_guest_command_line(tmp_path: Path) -> None:
 
 
 def test_missing_tools_names_the_packages(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(vm.shutil, "which", lambda _name: None)
+    monkeypatch.setattr("shutil.which", lambda _name: None)
     monkeypatch.setattr(vm, "vng_path", lambda: None)
     reason = vm.missing_tools()
     assert reason is not None
@@ -160,7 +161,7 @@ def _kernel_or_skip(version: str) -> None:
         pytest.skip("guest targets need root (KVM/TCG guest, the host's / shared)")
     try:
         guest_kernel.kernel(version)
-    except guest_kernel.ArchiveUnreachable as exc:
+    except ArchiveUnreachable as exc:
         pytest.skip(f"the Debian archive is unreachable: {exc}")
 
 
