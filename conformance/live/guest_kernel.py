@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -139,3 +141,33 @@ def kernel(version: str, root: Path | None = None) -> tuple[GuestKernel, bool]:
         raise ImageError(f"{', '.join(packages)}: no usr/lib/modules/{k.abi}")
     (k.root / COMPLETE).write_text(" ".join(packages) + "\n")
     return k, True
+
+
+# --- rx-oracle kernels ------------------------------------------------------------------
+
+def add_parser(subparsers: Any) -> None:
+    """Add ``kernels`` to the ``rx-oracle`` sub-commands."""
+    subparsers.add_parser(
+        "kernels", help="list the Debian kernels KIND@VERSION can boot, and the cached ones",
+        description="List the amd64 kernels of Debian's trixie and trixie-backports (what "
+                    "--target veth@VERSION can boot), marking those unpacked in the cache "
+                    "and those whose series the model describes.")
+
+
+def main(_args: Any) -> int:
+    """One line per kernel: its version, ``cached``, ``model`` (a series the model knows)."""
+    from conformance.live.qemu_fec.archive import ArchiveUnreachable
+    from reference.kernel import SUPPORTED
+
+    have = cached()
+    try:
+        offered = available()
+    except (ArchiveUnreachable, ImageError) as exc:
+        print(f"rx-oracle kernels: {exc} (listing the cached kernels only)", file=sys.stderr)
+        offered = []
+    for version in archive_versions(f"linux-image-{v}" for v in {*offered, *have}):
+        major, minor = (int(x) for x in version.split(".")[:2])
+        marks = [m for m, on in (("cached", version in have),
+                                 ("model", (major, minor) in SUPPORTED)) if on]
+        print(f"{version.removesuffix(ABI_SUFFIX):<12} {version:<24} {' '.join(marks)}")
+    return 0
