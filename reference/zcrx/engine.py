@@ -237,8 +237,7 @@ class ZcrxEngine:
         pool = self._new_pool()
         self.device = HdsDevice(cfg.device, area.niov_size, pool, trace)
         mixed = bool(cfg.ctx.flags & IORING_SETUP_CQE_MIXED)
-        self.rx = Receiver(self.ifq, CqRing(cfg.cq_entries, mixed=mixed), trace=trace,
-                           kernel=cfg.kernel)
+        self.rx = Receiver(self.ifq, CqRing(cfg.cq_entries, mixed=mixed), trace=trace)
         n = area.num_niovs
         self._granted, self._scrubbed = [0] * n, [0] * n
 
