@@ -70,10 +70,6 @@ class Refusal:
         return f"the kernel refuses {self.kind.call} ({self.reason})"
 
 
-class RecordRefused(OSError):
-    """The kernel refuses what every probe record needs: the probe cannot run at all."""
-
-
 def op_name(op: Mapping[str, Any]) -> str:
     """The op kind an op of an op list needs: its ``op``, or a kfunc's ``name``."""
     return str(op.get("name")) if op.get("op") == "kfunc" else str(op.get("op"))
@@ -121,10 +117,11 @@ def try_load(kind: OpKind, out_dir: Path, ifindex: int) -> str | None:
 
 def refused(out_dir: Path, ifindex: int) -> dict[str, Refusal]:
     """The optional op kinds this kernel refuses on ``ifindex``, by op name; raises
-    :class:`RecordRefused` when it refuses what every record needs."""
+    :class:`ProbeError` when it refuses what every record needs (the probe
+    cannot run at all)."""
     reason = try_load(RECORD, out_dir, ifindex)
     if reason is not None:
-        raise RecordRefused(f"the kernel refuses the probe's record ({RECORD.call}): {reason}")
+        raise ProbeError(f"the kernel refuses the probe's record ({RECORD.call}): {reason}")
     out: dict[str, Refusal] = {}
     for kind in OPTIONAL:
         reason = try_load(kind, out_dir, ifindex)
@@ -144,10 +141,7 @@ def load_probe(obj_path: Path, ifindex: int) -> Probe:
     """The probe loaded bound to ``ifindex`` (the caller is in its namespace), built
     without the op kinds this kernel refuses there; its ``refused`` says which and why.
     :class:`ProbeError` names the refusal when the kernel refuses the record itself."""
-    try:
-        found = refused(obj_path.parent, ifindex)
-    except RecordRefused as exc:
-        raise ProbeError(str(exc)) from None
+    found = refused(obj_path.parent, ifindex)
     if found:
         obj_path = build(omit=[r.kind.omit for r in found.values()])
     return Probe(obj_path, ifindex, {name: r.describe() for name, r in found.items()})
