@@ -13,6 +13,7 @@ import errno
 import pytest
 from zcrx_helpers import make_engine
 
+from reference.kernel import KernelVersion
 from reference.zcrx import Frag, RefillOutcome, Skb
 from reference.zcrx.uapi import IORING_CQE_F_32, IORING_CQE_F_MORE
 
@@ -89,12 +90,54 @@ def test_skb_limit_per_call() -> None:
     assert (second.rc, second.requeue, len(second.cqes)) == (40, False, 4)
 
 
+@pytest.mark.rule("ZCRX-CQE-005", "ZCRX-CQE-003")
+@pytest.mark.parametrize(("kernel", "requeue"), [
+    (KernelVersion(7, 3, 4), True), (KernelVersion(7, 2, 10), True),  # 98ad5b63f504
+    (KernelVersion(7, 2, 9), False), (KernelVersion(7, 0, 0), False),
+])
+def test_multishot_requeued_when_stopped_early(kernel: KernelVersion, requeue: bool) -> None:
+    """One skb of two segments, each in a buffer of its own (per_packet, two segments per
+    GRO skb): frags of 100 bytes in one niov and 200 in the next.  A CQ with one entry
+    takes the first CQE; the second frag gets -ENOSPC, so the actor returns 100 with 200
+    bytes of its share left: stopped early.  __tcp_read_sock calls the actor again for the
+    rest, which fails at once (-ENOSPC, nothing consumed), and the call returns 100.
+    Only 2 actor calls, far below the limit of 20: before 98ad5b63f504 the multishot
+    request is not requeued; from 7.3 (and 7.2.10) it is.  After a reap the rest comes
+    in one piece and that call is not stopped early."""
+    e = make_engine(niovs=8, cq_entries=1, placement="per_packet", gro_segs=2)
+    assert e.rx is not None
+    e.rx.kernel = kernel
+    e.rx_segments([100, 200])
+    first = e.recv()
+    assert (first.rc, first.requeue, first.nr_skbs) == (100, requeue, 2)
+    assert offs(first.cqes) == [(0, 100)]  # niov 0; the 200 bytes sit in niov 1
+    e.reap()
+    second = e.recv()
+    assert (second.rc, second.requeue) == (200, False)
+    assert offs(second.cqes) == [(4096, 200)]
+    assert e.problems() == []
+
+
+@pytest.mark.rule("ZCRX-CQE-005")
+def test_stopped_early_needs_multishot_and_bytes() -> None:
+    """7.3.4: a single-shot request is never requeued; a call that delivered nothing
+    returns the error (-ENOSPC), not a requeue."""
+    e = make_engine(niovs=8, cq_entries=1, placement="per_packet", gro_segs=2)
+    assert e.rx is not None
+    e.rx_segments([100, 200])
+    single = e.rx.recv(multishot=False)
+    assert (single.rc, single.requeue) == (100, False)
+    nothing = e.rx.recv()
+    assert (nothing.rc, nothing.requeue) == (-errno.ENOSPC, False)
+
+
 @pytest.mark.rule("ZCRX-CQE-003")
 def test_no_cqe_space() -> None:
     e = make_engine(niovs=8, cq_entries=2)
     e.rx_segments([1448, 1448, 1448])
     first = e.recv()
     assert first.rc == 2896 and len(first.cqes) == 2
+    assert first.requeue  # 7.3.4: the third skb stopped its actor call (ZCRX-CQE-005)
     assert e.recv().rc == -errno.ENOSPC
     e.reap()
     third = e.recv()

@@ -19,6 +19,7 @@ import pytest
 from conformance.components import zcrx as component
 from conformance.scenario import Scenario
 from reference.errors import InvalidConfig
+from reference.kernel import parse_kernel, resolve_kernel
 from reference.trace import Trace
 from reference.zcrx import register as R
 from reference.zcrx.uapi import (
@@ -42,7 +43,7 @@ def register(*, ctx: dict[str, Any] | None = None, reg: dict[str, Any] | None = 
              area: dict[str, Any] | None = None, rd: dict[str, Any] | None = None,
              netdev: dict[str, Any] | bool | None = True,
              chunks: tuple[int, ...] | None = None,
-             trace: Trace | None = None) -> R.RegResult:
+             trace: Trace | None = None, kernel: str | None = None) -> R.RegResult:
     """A valid registration (64 entries, 1 MiB of one segment, bnxt-like driver without
     the opt-in) with some fields replaced."""
     c = R.RingCtx(**(ctx or {}))
@@ -55,7 +56,8 @@ def register(*, ctx: dict[str, Any] | None = None, reg: dict[str, Any] | None = 
         nd = None
     else:
         nd = R.NetdevModel(**netdev)
-    return R.register_zcrx(c, g, a, d, nd, R.AreaMemory(chunks=chunks), trace=trace)
+    return R.register_zcrx(c, g, a, d, nd, R.AreaMemory(chunks=chunks), trace=trace,
+                           kernel=resolve_kernel(kernel))
 
 
 E = errno
@@ -198,15 +200,69 @@ def test_rq_entries_clamped_and_rounded(asked: int, clamp: bool, want: int) -> N
 
 @pytest.mark.rule("ZCRX-REG-008")
 def test_region_size_boundary() -> None:
-    # 128 entries: 64 + 16 * 128 = 2112 bytes fit a page
+    # 7.3.4: entries at 128.  128 entries: 128 + 16 * 128 = 2176 bytes fit a page
     assert register(reg={"rq_entries": 128}).rc == 0
-    # 129 rounds to 256: 64 + 4096 bytes do not (the check uses the rounded count)
+    # 129 rounds to 256: 128 + 4096 bytes do not (the check uses the rounded count)
     assert register(reg={"rq_entries": 129}).rc == -E.EINVAL
     assert register(reg={"rq_entries": 129}, rd={"size": 8192}).rc == 0
-    # 252 entries would fit 4096 bytes exactly, but they round to 256
+    # 252 entries would fit 4096 bytes exactly with 6.18's header, but they round to 256
     assert register(reg={"rq_entries": 252}).rc == -E.EINVAL
-    assert R.rq_offsets().head == 0 and R.rq_offsets().tail == 4
-    assert R.rq_offsets().rqes == 64
+    assert register(reg={"rq_entries": 252}, kernel="6.18").rc == -E.EINVAL
+
+
+@pytest.mark.rule("ZCRX-REG-008")
+def test_refill_offsets_at_both_versions() -> None:
+    """6.18.44 (and 7.2.12): head and tail are the adjacent u32s of struct io_uring, so
+    tail 4 and the entries at ALIGN(8, 64) = 64.  7.3.4: struct zcrx_rq_hdr puts each on
+    a 64-byte cache line, so tail 64, sizeof 128, entries at ALIGN(128, 64) = 128."""
+    old, new = R.rq_offsets(parse_kernel("6.18")), R.rq_offsets(parse_kernel("7.3.4"))
+    assert (old.head, old.tail, old.rqes) == (0, 4, 64)
+    assert (new.head, new.tail, new.rqes) == (0, 64, 128)
+    assert R.rq_offsets() == new  # the default kernel is 7.3.4
+    # written back on success (NODEV: copied through the area, no device needed)
+    nodev = {"flags": ZCRX_REG_NODEV, "if_idx": 0, "if_rxq": 0}
+    assert register(reg=nodev, netdev=None).reg.offsets.tail == 64
+    assert register(reg={"rq_entries": 64}, kernel="7.3").reg.offsets.rqes == 128
+
+
+@pytest.mark.rule("ZCRX-REG-008", "ZCRX-REG-009")
+@pytest.mark.parametrize(("size", "kernel", "rc", "rule"), [
+    # 4 entries: 6.18 needs 64 + 64 = 128 bytes, 7.3.4 needs 128 + 64 = 192.
+    (128, "6.18", -E.EFAULT, "ZCRX-REG-009"),   # size fits; the flag without an address
+    (128, "7.3.4", -E.EINVAL, "ZCRX-REG-008"),  # the size test comes first and fails
+    (192, "7.3.4", -E.EFAULT, "ZCRX-REG-009"),
+    (191, "7.3.4", -E.EINVAL, "ZCRX-REG-008"),
+])
+def test_region_fault_behind_the_larger_header(size: int, kernel: str, rc: int,
+                                                rule: str) -> None:
+    """A user-flagged region without user_addr (-EFAULT in io_create_region) is reached
+    only when the region is large enough for the header of that version."""
+    res = register(reg={"rq_entries": 4}, rd={"size": size, "flags": 1}, kernel=kernel)
+    assert (res.rc, res.rule) == (rc, rule)
+
+
+@pytest.mark.rule("ZCRX-AREA-001", "ZCRX-REG-010", "ZCRX-REG-012", "ZCRX-REG-009")
+@pytest.mark.parametrize(("kernel", "netdev", "rd", "rc", "rule"), [
+    # veth: 6.18 reaches the device (-EOPNOTSUPP); 7.3.4 refuses the token first.
+    ("6.18", "veth", {}, -E.EOPNOTSUPP, "ZCRX-REG-010"),
+    ("7.3.4", "veth", {}, -E.EINVAL, "ZCRX-AREA-001"),
+    # a good device: the token is refused at io_import_area on 6.18, earlier on 7.3.4
+    ("6.18", "dev", {}, -E.EINVAL, "ZCRX-AREA-001"),
+    ("7.3.4", "dev", {}, -E.EINVAL, "ZCRX-AREA-001"),
+    # with a region fault as well: 6.18 reports the region, 7.3.4 the token
+    ("6.18", "dev", {"id": 1}, -E.EINVAL, "ZCRX-REG-009"),
+    ("6.18", "dev", {"flags": 1}, -E.EFAULT, "ZCRX-REG-009"),
+    ("7.3.4", "dev", {"flags": 1}, -E.EINVAL, "ZCRX-AREA-001"),
+    # no device at if_idx: 6.18 -ENODEV, 7.3.4 the token
+    ("6.18", None, {}, -E.ENODEV, "ZCRX-REG-010"),
+    ("7.3.4", None, {}, -E.EINVAL, "ZCRX-AREA-001"),
+])
+def test_area_token_checked_early_from_7_3(kernel: str, netdev: str | None,
+                                           rd: dict[str, Any], rc: int, rule: str) -> None:
+    nd: dict[str, Any] | bool | None = (attrs.asdict(R.VETH) if netdev == "veth"
+                                         else True if netdev == "dev" else None)
+    res = register(area={"rq_area_token": 1 << 48}, rd=rd, netdev=nd, kernel=kernel)
+    assert (res.rc, res.rule) == (rc, rule)
 
 
 @pytest.mark.rule("ZCRX-REG-011", "ZCRX-BUFLEN-006", "ZCRX-AREA-005")
@@ -214,7 +270,7 @@ def test_success_writes_back() -> None:
     res = register(reg={"rq_entries": 100, "rx_buf_len": 0}, rd={"size": 8192})
     assert res.ok and res.rule == "ZCRX-REG-011"
     assert res.reg.rq_entries == 128
-    assert (res.reg.offsets.head, res.reg.offsets.tail, res.reg.offsets.rqes) == (0, 4, 64)
+    assert (res.reg.offsets.head, res.reg.offsets.tail, res.reg.offsets.rqes) == (0, 64, 128)
     assert res.reg.zcrx_id == 0
     assert res.reg.rx_buf_len == 4096
     assert res.area.rq_area_token == 0

@@ -175,8 +175,9 @@ def test_the_fault_propertys_marker_names_every_fault_rule() -> None:
 @pytest.mark.rule("ZCRX-REG-012")
 def test_veth_registrations_are_decided_by_the_veth_propertys_rules() -> None:
     """On veth every case of the veth property is decided by a rule its marker names
-    (never by an area, buffer-length or queue rule), on 6.18 and on 7.3 (where the
-    ZCRX_REG_NODEV cases register no device at all, so veth is not involved)."""
+    (never by an area, buffer-length or queue rule, except 7.3's early token check,
+    ZCRX-AREA-001's gate), on 6.18 and on 7.3 (where the ZCRX_REG_NODEV cases register
+    no device at all, so veth is not involved)."""
     from conformance.properties.test_zcrx import VETH_RULES
 
     for kernel in ("6.18", "7.3"):

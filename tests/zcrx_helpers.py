@@ -34,7 +34,8 @@ def make_engine(*, niovs: int = 8, rx_buf_len: int = 0, rq_entries: int = 8,
     area = IoUringZcrxAreaReg(addr=0 if dmabuf else ADDR, len=niovs * size,
                               flags=IORING_ZCRX_AREA_DMABUF if dmabuf else 0,
                               dmabuf_fd=5 if dmabuf else 0)
-    region = (64 + 16 * rq_entries + 4095) // 4096 * 4096
+    # ZCRX-REG-008: 7.3's header (entries at 128) fits every kernel's.
+    region = (128 + 16 * rq_entries + 4095) // 4096 * 4096
     cfg = EngineConfig(
         ctx=RingCtx(flags=flags),
         reg=IoUringZcrxIfqReg(if_idx=2, rq_entries=rq_entries, rx_buf_len=rx_buf_len),

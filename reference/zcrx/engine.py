@@ -237,7 +237,8 @@ class ZcrxEngine:
         pool = self._new_pool()
         self.device = HdsDevice(cfg.device, area.niov_size, pool, trace)
         mixed = bool(cfg.ctx.flags & IORING_SETUP_CQE_MIXED)
-        self.rx = Receiver(self.ifq, CqRing(cfg.cq_entries, mixed=mixed), trace=trace)
+        self.rx = Receiver(self.ifq, CqRing(cfg.cq_entries, mixed=mixed), trace=trace,
+                           kernel=cfg.kernel)
         n = area.num_niovs
         self._granted, self._scrubbed = [0] * n, [0] * n
 

@@ -16,6 +16,7 @@ import errno
 
 import attrs
 
+from reference.kernel import DEFAULT_KERNEL, KernelVersion, gate
 from reference.trace import Trace, emit
 
 from .area import Niov
@@ -102,14 +103,18 @@ class RecvResult:
 class Receiver:
     """The zcrx receive path of one ifq, over a socket receive queue."""
 
-    def __init__(self, ifq: ZcrxIfq, cq: CqRing, *, trace: Trace | None = None) -> None:
+    def __init__(self, ifq: ZcrxIfq, cq: CqRing, *, trace: Trace | None = None,
+                 kernel: KernelVersion = DEFAULT_KERNEL) -> None:
         self.ifq = ifq
         self.cq = cq
         self.trace = trace
+        self.kernel = kernel
         #: the socket receive queue: [skb, bytes already consumed]
         self.queue: list[list[object]] = []
         self._count = 0
         self._nr_skbs = 0
+        #: ``io_zcrx_args.stopped_early`` (ZCRX-CQE-005): an actor call left bytes unread
+        self._stopped_early = False
         self._user_data = 0
 
     # -- CQEs ------------------------------------------------------------------------------
@@ -214,6 +219,10 @@ class Receiver:
                     if not length or ret != want:
                         break
                 start = end
+        # ZCRX-CQE-005 (its gate): bytes left in this call's share mean an error or a short
+        # piece stopped the walk; noted whether or not anything was consumed.
+        if length:
+            self._stopped_early = True
         if offset == start_off:
             return ret
         self._count -= offset - start_off
@@ -225,10 +234,13 @@ class Receiver:
 
         ``length`` 0 means no limit.  The walk stops when the limit is used up, an skb is
         not fully consumed, or the read actor fails.  A fully consumed skb is freed, which
-        drops the pool reference each of its niov frags held.
+        drops the pool reference each of its niov frags held.  A multishot call that
+        delivered bytes is requeued after more than 20 actor calls and, from ZCRX-CQE-005's
+        gate, also when an actor call stopped early (an error or a short piece).
         """
         self._count = length if length else U32
         self._nr_skbs = 0
+        self._stopped_early = False
         self._user_data = user_data
         before = len(self.cq.posted)
         copied = 0
@@ -253,10 +265,12 @@ class Receiver:
         requeue = False
         if copied == 0:
             copied = -errno.EAGAIN  # an open socket with nothing (more) to read
-        elif copied > 0 and self._nr_skbs > IO_SKBS_PER_CALL_LIMIT and multishot:
+        elif copied > 0 and multishot and (
+                self._nr_skbs > IO_SKBS_PER_CALL_LIMIT
+                or (self._stopped_early and gate(self.kernel, "ZCRX-CQE-005"))):
             requeue = True
         emit(self.trace, "ZCRX-CQE-005", "recv returns", rc=copied, requeue=requeue,
-             skbs=self._nr_skbs)
+             skbs=self._nr_skbs, stopped_early=self._stopped_early)
         return RecvResult(copied, requeue, tuple(self.cq.posted[before:]), self._nr_skbs)
 
     def free_skb(self, skb: Skb) -> None:

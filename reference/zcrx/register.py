@@ -50,8 +50,12 @@ PAGE_SHIFT = 12
 PAGE_SIZE = 1 << PAGE_SHIFT
 #: ``L1_CACHE_BYTES`` on x86-64; the refill entries start on the next cache line.
 L1_CACHE_BYTES = 64
-#: ``sizeof(struct io_uring)``: the ``head`` and ``tail`` u32s at the region's start.
+#: ``sizeof(struct io_uring)``: the ``head`` and ``tail`` u32s at the region's start, side
+#: by side (before ZCRX-REG-008's gate).
 RQ_HEADER_SIZE = 8
+#: ``sizeof(struct zcrx_rq_hdr)`` after ZCRX-REG-008's gate: ``head`` and ``tail`` each on
+#: a cache line of its own (``____cacheline_aligned_in_smp``, 64 bytes on x86-64 SMP).
+RQ_HEADER_SIZE_SPLIT = 2 * L1_CACHE_BYTES
 #: ``io_uring/zcrx.c``.
 IO_RQ_MAX_ENTRIES = 32768
 #: The supported registration flags (``io_uring/zcrx.h: ZCRX_SUPPORTED_REG_FLAGS``).
@@ -81,9 +85,14 @@ def _align(value: int, to: int) -> int:
     return (value + to - 1) & ~(to - 1)
 
 
-def rq_offsets() -> IoUringZcrxOffsets:
-    """``io_fill_zcrx_offsets`` (ZCRX-REG-008): head at 0, tail at 4, the entries at the
-    first cache line after the 8-byte header."""
+def rq_offsets(kernel: KernelVersion = DEFAULT_KERNEL) -> IoUringZcrxOffsets:
+    """``io_fill_zcrx_offsets`` (ZCRX-REG-008): the entries start at the first cache line
+    after the header.  Before the gate the header is two adjacent u32s (head 0, tail 4,
+    entries at 64); after it head and tail sit on separate cache lines (head 0, tail 64,
+    entries at 128)."""
+    if gate(kernel, "ZCRX-REG-008"):
+        return IoUringZcrxOffsets(head=0, tail=L1_CACHE_BYTES,
+                                  rqes=_align(RQ_HEADER_SIZE_SPLIT, L1_CACHE_BYTES))
     return IoUringZcrxOffsets(head=0, tail=4, rqes=_align(RQ_HEADER_SIZE, L1_CACHE_BYTES))
 
 
@@ -285,12 +294,17 @@ def register_zcrx(ctx: RingCtx, reg: IoUringZcrxIfqReg, area: IoUringZcrxAreaReg
         entries = IO_RQ_MAX_ENTRIES
     entries = 1 << (entries - 1).bit_length()
     emit(trace, "ZCRX-REG-006", "refill ring size", rq_entries=reg.rq_entries, used=entries)
+    # ZCRX-AREA-001 (after its gate): the area is copied in right after the rounding and a
+    # non-zero token refused there, before the event descriptor, the region and the device.
+    if gate(kernel, "ZCRX-AREA-001") and area.rq_area_token:
+        return fail(-errno.EINVAL, "ZCRX-AREA-001",
+                    "rq_area_token is output only (checked when the area is copied in)")
     # ZCRX-REG-007: event descriptors are not modelled.
     if reg.event_desc:
         raise InvalidConfig("event/notification descriptors are outside the model",
                             field="event_desc", value=reg.event_desc, rule="ZCRX-REG-007")
     # ZCRX-REG-008: the region must hold the header and every entry.
-    offsets = rq_offsets()
+    offsets = rq_offsets(kernel)
     need = offsets.rqes + 16 * entries
     if need > rd.size:
         return fail(-errno.EINVAL, "ZCRX-REG-008", f"region of {rd.size} bytes, {need} needed")

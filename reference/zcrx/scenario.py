@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import attrs
 
 from .engine import DeviceConfig, EngineConfig, ZcrxEngine
-from .register import PAGE_SIZE, AreaMemory, NetdevModel
+from .register import PAGE_SIZE, AreaMemory, NetdevModel, rq_offsets
 from .uapi import IoUringRegionDesc, IoUringZcrxAreaReg, IoUringZcrxIfqReg, IoUringZcrxRqe
 
 MIB = 1 << 20
@@ -73,7 +73,7 @@ def stream_config(rx_buf_len: int, *, device: DeviceConfig | None = None,
                   area_len: int = 16 * MIB, rq_entries: int = 4096) -> EngineConfig:
     """A registration that succeeds for ``rx_buf_len`` (0 or a power of two up to 2 MiB):
     huge-page backed memory, a driver that opts into QCFG_RX_PAGE_SIZE."""
-    region = 64 + 16 * rq_entries
+    region = rq_offsets().rqes + 16 * rq_entries  # ZCRX-REG-008
     region = (region + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE
     device = device if device is not None else DeviceConfig()
     chunks = (HUGE_PAGE,) * (area_len // HUGE_PAGE) if area_len % HUGE_PAGE == 0 else None
