@@ -88,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     serve_cli.add_parser(sub)
     mutate_cli.add_parser(sub)
     spec_cmd.add_parser(sub)
+    from conformance.live import guest_kernel
+
+    guest_kernel.add_parser(sub)
     return p
 
 
@@ -141,6 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return mutate_cli.main(args)
         if args.command == "spec":
             return spec_cmd.main(args)
+        if args.command == "kernels":
+            from conformance.live import guest_kernel
+
+            return guest_kernel.main(args)
         if args.command == "fixtures":
             from conformance.fixtures import cli as fixtures_cli
 

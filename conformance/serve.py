@@ -28,6 +28,9 @@ from conformance.targets.base import Target, TargetError, TargetSpecError, load_
 from conformance.targets.exec import PROTOCOL_VERSION
 
 EXIT_OK, EXIT_ERROR = 0, 2
+#: Targets served by name: the model, and the live targets (a guest target serves these
+#: inside its guest, :mod:`conformance.targets.guest`).
+SERVABLE = ("reference", "veth", "tun", "zcrx-live")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -41,16 +44,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                     "checks it in a separate process.",
     )
     s.add_argument("--target", default="reference", metavar="TARGET",
-                   help="reference (default) or python:MODULE:OBJECT")
+                   help="reference (default), veth, tun, zcrx-live or python:MODULE:OBJECT")
     return s
 
 
 def main(args: argparse.Namespace) -> int:
     """Load the target, then run the protocol loop on this process's stdin and stdout."""
     spec = str(args.target)
-    if spec != "reference" and not spec.startswith("python:"):
-        print(f"rx-oracle serve: cannot serve {spec!r}: use reference or python:MODULE:OBJECT",
-              file=sys.stderr)
+    if spec not in SERVABLE and not spec.startswith("python:"):
+        print(f"rx-oracle serve: cannot serve {spec!r}: use {', '.join(SERVABLE)} or "
+              "python:MODULE:OBJECT", file=sys.stderr)
         return EXIT_ERROR
     try:
         target = load_target(spec)

@@ -93,8 +93,9 @@ def check_target_spec(spec: str) -> None:
 def check_target(spec: str, timeout: float) -> None:
     """The target spec parses, and a target that is cheap to start does start.
 
-    Live targets (veth, tun, iface) are only checked for their prerequisites here; they
-    build their namespaces once, inside the run.
+    Live targets (veth, tun, iface, and KIND@VERSION in a guest) are only checked for
+    their prerequisites here; they build their namespaces (boot their guest) once, inside
+    the run.
     """
     from conformance.targets.base import (
         TargetError,
@@ -107,6 +108,13 @@ def check_target(spec: str, timeout: float) -> None:
         parsed = parse_target_spec(spec)
     except TargetSpecError as exc:
         raise UsageError(str(exc)) from None
+    if parsed.version:  # KIND@VERSION: booting is the run's job, once
+        from conformance.live import vm
+
+        reason = vm.missing_tools()
+        if reason:
+            raise TargetUnavailableError(f"target error: {spec}: {reason}")
+        return
     if parsed.kind in ("veth", "tun", "iface"):
         from conformance.live import env
 

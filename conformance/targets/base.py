@@ -126,7 +126,10 @@ class Target(Protocol):
 
 
 TARGET_KINDS = ("reference, python:MODULE:OBJECT, exec:COMMAND, fixtures:DIR, veth, tun, "
-                "iface:NAME,peer=PEER, qemu-fec[:BOARD] or zcrx-live")
+                "iface:NAME,peer=PEER, qemu-fec[:BOARD], zcrx-live, or KIND@VERSION "
+                "(veth, tun or zcrx-live in a guest booted from Debian's kernel VERSION)")
+#: The live targets that also run in a guest booted from a Debian kernel (``KIND@VERSION``).
+GUEST_KINDS = ("veth", "tun", "zcrx-live")
 
 
 class TargetSpecError(ValueError):
@@ -140,11 +143,36 @@ class TargetSpec:
     kind: str
     argument: str = ""
     argv: tuple[str, ...] = ()
+    #: ``KIND@VERSION``: the Debian kernel the guest boots (empty: the host's kernel).
+    version: str = ""
+
+
+def parse_guest_spec(spec: str) -> TargetSpec:
+    """``KIND@VERSION`` (``veth@7.3.4``, ``tun@6.12.117+deb13-amd64``); ``KIND@host`` is
+    plain ``KIND``.  The version must parse and be a series the model describes."""
+    from conformance.live.guest_kernel import abi
+    from reference.errors import OracleError
+    from reference.kernel import parse_kernel
+
+    kind, _, version = spec.partition("@")
+    if kind not in GUEST_KINDS:
+        raise TargetSpecError(f"--target {spec!r}: only {', '.join(GUEST_KINDS)} run in a "
+                              "guest (KIND@VERSION)")
+    if version == "host":
+        return TargetSpec(kind)
+    try:
+        abi(version)
+        parse_kernel(version, "the guest's kernel")
+    except (ValueError, OracleError) as exc:
+        raise TargetSpecError(f"--target {spec!r}: {exc}") from None
+    return TargetSpec(kind, version=version)
 
 
 def parse_target_spec(spec: str) -> TargetSpec:
     """Parse a target spec without starting anything (a usage check for the CLI)."""
     kind, _, rest = spec.partition(":")
+    if "@" in kind:
+        return parse_guest_spec(spec)
     if spec == "reference" or spec in ("veth", "tun", "zcrx-live"):
         return TargetSpec(spec)
     if kind == "python":
@@ -174,6 +202,10 @@ def load_target(spec: str, *, timeout: float = 10.0) -> Target:
     :class:`TargetUnavailable` for a target that cannot be loaded or started.
     """
     parsed = parse_target_spec(spec)
+    if parsed.version:
+        from conformance.targets.guest import GuestTarget
+
+        return GuestTarget(parsed.kind, parsed.version, timeout=timeout)
     if parsed.kind == "reference":
         from conformance.targets.reference import ReferenceTarget
 

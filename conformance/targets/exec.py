@@ -34,7 +34,8 @@ STARTUP_TIMEOUT = 30.0
 class ExecTarget:
     """Drives one child process; restarts it after a failure."""
 
-    def __init__(self, argv: list[str], *, timeout: float = 10.0) -> None:
+    def __init__(self, argv: list[str], *, timeout: float = 10.0,
+                 startup_timeout: float = STARTUP_TIMEOUT) -> None:
         if not argv:
             raise TargetUnavailable("exec target needs a command")
         if not timeout > 0:
@@ -47,6 +48,8 @@ class ExecTarget:
         self._stderr: collections.deque[str] = collections.deque(maxlen=20)
         self._next_id = 0
         self._caps: Capabilities | None = None
+        #: how long the hello may take (a target that boots a machine waits longer)
+        self.startup_timeout = max(timeout, startup_timeout)
         try:
             self._start()
         except TargetError as exc:
@@ -105,21 +108,14 @@ class ExecTarget:
         self._kill()
         self._lines = queue.Queue()
         try:
-            proc = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                bufsize=1,
-            )
+            proc = self._spawn()
         except OSError as exc:
             raise TargetUnavailable(f"{self.name}: cannot start: {exc}") from exc
         self._proc = proc
         assert proc.stdout is not None and proc.stderr is not None
         threading.Thread(target=self._pump, args=(proc.stdout, self._lines), daemon=True).start()
         threading.Thread(target=self._drain, args=(proc.stderr,), daemon=True).start()
-        hello = self._receive("the hello message", max(self.timeout, STARTUP_TIMEOUT))
+        hello = self._receive("the hello message", self.startup_timeout)
         if hello.get("type") != "hello":
             self._kill()
             raise TargetError(f"{self.name}: first message must be hello, got {_short(hello)}")
@@ -149,6 +145,12 @@ class ExecTarget:
             raise TargetError(f"{self.name}: {exc}, got {_short(caps.get('sides'))}") from None
         self._caps = Capabilities(frozenset(map(str, comps)), tuple(map(str, reports)), kernel,
                                   sides)
+
+    def _spawn(self) -> subprocess.Popen[str]:
+        """Start the child with the protocol on its stdin and stdout (a hook for
+        subclasses that start it otherwise)."""
+        return subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, bufsize=1)
 
     @staticmethod
     def _pump(stream: IO[str], lines: queue.Queue[object]) -> None:
