@@ -317,3 +317,12 @@ def test_gates_zcrx_registration_6_18_against_7_3() -> None:
     assert reg("6.18", event_desc=8)["rc"] == -errno.EINVAL
     with pytest.raises(InvalidConfig):
         reg("7.3", event_desc=8)
+
+
+def test_every_gate_has_a_row_in_the_live_gate_table() -> None:
+    """SPEC.md's "Version gates checked against live kernels" names each gate once."""
+    spec = (Path(__file__).parents[1] / "SPEC.md").read_text()
+    section = spec.split("### Version gates checked against live kernels", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    rows = re.findall(r"^\| ([A-Z0-9]+(?:-[A-Z0-9]+)+) \|", section, re.M)
+    assert sorted(rows) == sorted(GATES), set(rows) ^ set(GATES)
