@@ -24,7 +24,14 @@ import sys
 from typing import IO, Any
 
 from conformance.scenario import Scenario, ScenarioError, to_jsonable
-from conformance.targets.base import Target, TargetError, TargetSpecError, load_target
+from conformance.targets.base import (
+    InputNotApplicable,
+    NotApplicable,
+    Target,
+    TargetError,
+    TargetSpecError,
+    load_target,
+)
 from conformance.targets.exec import PROTOCOL_VERSION
 
 EXIT_OK, EXIT_ERROR = 0, 2
@@ -97,7 +104,7 @@ def serve(target: Target, stdin: IO[str], stdout: IO[str]) -> None:
 
 
 def answer(target: Target, request: dict[str, Any]) -> dict[str, Any]:
-    """The ``result`` or ``error`` message for one ``run`` request."""
+    """The ``result``, ``not_applicable`` or ``error`` message for one ``run`` request."""
     rid = request.get("id")
     doc = request.get("scenario")
     if not isinstance(doc, dict):
@@ -110,6 +117,9 @@ def answer(target: Target, request: dict[str, Any]) -> dict[str, Any]:
         # The protocol owns stdout: a target that prints must not corrupt it.
         with contextlib.redirect_stdout(sys.stderr):
             observables = target.run(scenario)
+    except NotApplicable as exc:  # by design, not a fault (protocol 1.9)
+        return {"type": "not_applicable", "id": rid, "message": str(exc),
+                "per_input": isinstance(exc, InputNotApplicable)}
     except Exception as exc:  # any failure of the target is an answer, not a crash
         return _error(rid, f"{type(exc).__name__}: {exc}")
     try:

@@ -20,7 +20,14 @@ import threading
 from typing import IO, Any
 
 from conformance.scenario import Scenario
-from conformance.targets.base import Capabilities, TargetError, TargetUnavailable, parse_sides
+from conformance.targets.base import (
+    Capabilities,
+    InputNotApplicable,
+    NotApplicable,
+    TargetError,
+    TargetUnavailable,
+    parse_sides,
+)
 
 PROTOCOL_VERSION = 1
 _EOF = object()
@@ -80,6 +87,9 @@ class ExecTarget:
             self._kill()
             raise TargetError(f"{self.name}: answered id {msg.get('id')!r} to request {rid}",
                               "garbage")
+        if msg.get("type") == "not_applicable":  # protocol 1.9
+            why = f"{self.name}: {_short(msg.get('message', ''))}"
+            raise InputNotApplicable(why) if msg.get("per_input") is True else NotApplicable(why)
         if msg.get("type") == "error":
             raise TargetError(f"{self.name}: reported an error: {_short(msg.get('message', ''))}",
                               "error")
