@@ -137,9 +137,14 @@ def test_sweep_kills_a_dead_runs_leftovers(tmp_path: Path, monkeypatch: pytest.M
     gone.wait()
     run = tmp_path / str(gone.pid)  # a run whose owner is dead
     run.mkdir()
-    stray = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)",
-                              str(run / "qemu.pid")])
+    # The stray says it is up: right after exec its cmdline can still read empty for a
+    # moment (the kernel closes close-on-exec fds, which wakes Popen, before it sets up the
+    # new argv), and a real leftover has long been running.
+    stray = subprocess.Popen([sys.executable, "-c",
+                              "import time; print('up', flush=True); time.sleep(600)",
+                              str(run / "qemu.pid")], stdout=subprocess.PIPE, text=True)
     try:
+        assert stray.stdout is not None and stray.stdout.readline() == "up\n"
         (run / "qemu.pid").write_text(f"{stray.pid}\n")
         assert vm.sweep() == [str(run)]
         assert stray.wait(timeout=10) == -signal.SIGKILL
