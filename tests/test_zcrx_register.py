@@ -265,6 +265,18 @@ def test_area_token_checked_early_from_7_3(kernel: str, netdev: str | None,
     assert (res.rc, res.rule) == (rc, rule)
 
 
+@pytest.mark.rule("ZCRX-REG-001")
+@pytest.mark.parametrize("ctx", [{}, {"cap_net_admin": False, "flags": 0}])
+def test_before_6_15_the_opcode_itself_is_refused(ctx: dict[str, Any]) -> None:
+    """Read in 6.12.117 ``io_uring/register.c``: the syscall refuses an opcode that is not
+    below ``IORING_REGISTER_LAST`` (31 there; zcrx's is 32) with -EINVAL before it looks
+    up the ring, so neither a missing ``CAP_NET_ADMIN`` (-EPERM from 6.15) nor the ring's
+    flags are reached; from 6.15 a good registration succeeds."""
+    res = register(ctx=ctx, kernel="6.12.117")
+    assert (res.rc, res.rule) == (-E.EINVAL, "ZCRX-REG-001")
+    assert register(ctx=ctx, kernel="6.18").rc == (-E.EPERM if ctx else 0)
+
+
 @pytest.mark.rule("ZCRX-REG-011", "ZCRX-BUFLEN-006", "ZCRX-AREA-005")
 def test_success_writes_back() -> None:
     res = register(reg={"rq_entries": 100, "rx_buf_len": 0}, rd={"size": 8192})

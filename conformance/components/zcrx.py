@@ -95,11 +95,11 @@ def _ints(value: Any, n: int, field: str) -> tuple[int, ...]:
 
 def config_of(scenario: Scenario) -> EngineConfig:
     """The model's configuration of a scenario (see the module docstring).  Version gates:
-    ZCRX-REG-001, zcrx exists (v6.15; 6.12 is not applicable); ZCRX-BUFLEN-001, the data
-    path (events) is described as of v7.0 only, so a scenario with events is not
-    applicable before; registration alone follows the registration gates of the
-    scenario's kernel (6.18: no rx_buf_len, no flags, no event descriptor)."""
-    kernel = require(scenario, "ZCRX-REG-001", "io_uring zcrx")
+    ZCRX-BUFLEN-001, the data path (events) is described as of v7.0 only, so a scenario
+    with events is not applicable before; registration alone follows the registration
+    gates of the scenario's kernel (6.18: no rx_buf_len, no flags, no event descriptor;
+    6.12: no zcrx, the opcode is refused, ZCRX-REG-001)."""
+    kernel = kernel_of(scenario)
     if scenario.events:
         require(scenario, "ZCRX-BUFLEN-001", "the zcrx data path")
     cfg = scenario.config

@@ -219,8 +219,10 @@ def register_in_thread(call: ZcrxCall, netns_name: str | None = None) -> ZcrxOut
 
 
 def unavailable() -> str | None:
-    """Why zcrx registration cannot be tried here (None: it can): root, io_uring enabled
-    and ``IORING_REGISTER_ZCRX_IFQ`` known to the kernel."""
+    """Why zcrx registration cannot be tried here (None: it can): root and io_uring
+    enabled.  A kernel that does not know ``IORING_REGISTER_ZCRX_IFQ`` (before v6.15: the
+    syscall answers -EINVAL) can be tried: that -EINVAL is ZCRX-REG-001's old side.  One
+    built without zcrx (-EOPNOTSUPP) cannot: the model has no such configuration."""
     if os.geteuid() != 0:
         return "zcrx live needs root (CAP_NET_ADMIN, network namespaces)"
     try:
@@ -234,12 +236,13 @@ def unavailable() -> str | None:
         return f"io_uring_setup fails: {errno.errorcode.get(-fd, fd)} (no io_uring)"
     os.close(fd)
     rc = in_thread(_probe_opcode)
-    if rc == -errno.EFAULT:
+    if rc in (-errno.EFAULT, -errno.EINVAL):
         return None
     if rc == -errno.EOPNOTSUPP:
         return "the kernel has io_uring but not zcrx (CONFIG_IO_URING_ZCRX is not set)"
-    return (f"the kernel does not know IORING_REGISTER_ZCRX_IFQ (answers "
-            f"{errno.errorcode.get(-rc, rc)}; zcrx arrived in v6.15)")
+    return (f"the kernel answers a zcrx registration probe with -"
+            f"{errno.errorcode.get(-rc, str(rc))} ({rc}), not -EFAULT (zcrx), -EINVAL (no "
+            "such opcode) or -EOPNOTSUPP (built without zcrx)")
 
 
 def _probe_opcode() -> int:

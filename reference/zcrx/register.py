@@ -244,7 +244,8 @@ def register_zcrx(ctx: RingCtx, reg: IoUringZcrxIfqReg, area: IoUringZcrxAreaReg
     ``kernel`` picks the side of the registration's version gates: before v7.0
     (ZCRX-BUFLEN-001) ``rx_buf_len`` is a reserved word, before the registration flags
     (ZCRX-REG-004) every flag is refused, before the event descriptor (ZCRX-REG-007) its
-    word is reserved.  The caller checks that zcrx exists at all (ZCRX-REG-001's gate).
+    word is reserved.  Before zcrx exists (ZCRX-REG-001's gate) the opcode itself is
+    refused, ahead of every other check.
     """
     large_buffers = gate(kernel, "ZCRX-BUFLEN-001")
     result = RegResult(rc=0, rule="ZCRX-REG-011", reg=reg, area=area, region=rd)
@@ -253,6 +254,11 @@ def register_zcrx(ctx: RingCtx, reg: IoUringZcrxIfqReg, area: IoUringZcrxAreaReg
         emit(trace, rule, f"{what}: -{errno_name(rc)}")
         return attrs.evolve(result, rc=rc, rule=rule)
 
+    # ZCRX-REG-001: before v6.15 the syscall refuses opcode 32 as not below
+    # IORING_REGISTER_LAST, before it even looks up the ring.
+    if not gate(kernel, "ZCRX-REG-001"):
+        return fail(-errno.EINVAL, "ZCRX-REG-001",
+                    "IORING_REGISTER_ZCRX_IFQ (32) is not below IORING_REGISTER_LAST")
     # ZCRX-REG-001, ZCRX-REG-002: privilege and ring features come first.
     if not ctx.cap_net_admin:
         return fail(-errno.EPERM, "ZCRX-REG-001", "CAP_NET_ADMIN required")
