@@ -183,7 +183,7 @@ GATES: Mapping[str, Gate] = {g.rule: g for g in (
          "tun_build_skb supports metadata",
          Since(mainline=(6, 15))),
     Gate("ZCRX-REG-001", "io_uring/zcrx: add interface queue and refill queue",
-         "no IORING_REGISTER_ZCRX_IFQ: io_uring_register refuses the opcode (-EINVAL)",
+         "no IORING_REGISTER_ZCRX_IFQ (the opcode is unknown)",
          "zcrx registration exists",
          Since(mainline=(6, 15))),
     Gate("ZCRX-BUFLEN-001", "795663b4d160",
