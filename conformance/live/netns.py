@@ -17,6 +17,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import FrameType
 
 PREFIX = "rxo"
@@ -120,6 +121,16 @@ def alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def dead_runs(base: Path) -> list[Path]:
+    """Run directories under ``base`` (each named by its owner's pid) whose owner is gone:
+    what a guest-running target sweeps before it starts its own."""
+    try:
+        entries = list(base.iterdir())
+    except FileNotFoundError:
+        return []
+    return sorted(p for p in entries if p.name.isdigit() and not alive(int(p.name)))
 
 
 @contextlib.contextmanager

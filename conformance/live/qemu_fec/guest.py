@@ -369,11 +369,7 @@ def _kill_pidfile(run_dir: Path) -> None:
 
 def leftovers() -> list[Path]:
     """Run directories whose owner process is gone."""
-    try:
-        entries = list(RUN_BASE.iterdir())
-    except FileNotFoundError:
-        return []
-    return sorted(p for p in entries if p.name.isdigit() and not netns.alive(int(p.name)))
+    return netns.dead_runs(RUN_BASE)
 
 
 def sweep() -> list[str]:
