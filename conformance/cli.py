@@ -99,7 +99,9 @@ def _suite_options(c: argparse.ArgumentParser) -> None:
     c.add_argument("--target", default="reference",
                    help="implementation under test: reference (default), "
                         "python:MODULE:OBJECT, exec:COMMAND, fixtures:DIR, "
-                        "veth, tun, iface:NAME[,peer=PEER], zcrx-live (live kernel, root)")
+                        "veth, tun, iface:NAME[,peer=PEER], zcrx-live (live kernel, root); "
+                        "veth@VERSION (also tun, zcrx-live) in a guest on Debian's kernel; "
+                        "veth@V1,V2,... one run per kernel, one rule x kernel table")
     c.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="per-request timeout for exec targets (default 10)")
     c.add_argument("--kernel", default=None, metavar="VERSION",
@@ -178,6 +180,11 @@ def conformance(args: argparse.Namespace, *, properties: Sequence[str] = (),
     if unknown:
         raise UsageError(f"--driver {', '.join(unknown)}: no such driver or component; "
                          f"known: {', '.join(_components())}")
+    from conformance import matrix
+
+    columns = None if properties else matrix.split(args.target)
+    if columns is not None:  # KIND@V1,V2,...: one child run per kernel, one table
+        return matrix.run(args, columns)
     paths = [str(PROPERTIES_DIR / f"test_{d}.py") for d in args.driver] or [str(PROPERTIES_DIR)]
     if properties:
         paths = [str(PROPERTIES_DIR / p) for p in properties]

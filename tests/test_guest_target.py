@@ -231,3 +231,32 @@ def test_sigkill_leaves_nothing_after_sweep(tmp_path: Path) -> None:
     while vm.running(run) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert vm.running(run) == [] and not run.exists()
+
+
+@pytest.mark.rule("CPUMAP-MAP-003", "KFUNC-MAP-004")
+@pytest.mark.parametrize("version", ["6.12.117", "7.3.4"])
+def test_cpumap_program_check_gate_in_guest(version: str, tmp_path: Path) -> None:
+    """The gate of 48e11bad9a1f (v7.0) on each side: tests/test_live_cpumap.py's
+    refused-program test, run by pytest inside a guest, compares each map update's errno
+    with the model's for the guest's ``uname -r`` and states it (-ENOMEM at 6.12.117,
+    -EINVAL at 7.3.4).  The suite's cpumap target leaves map updates out (the live map
+    has the machine's own CPUs), so this is where the gate is seen live."""
+    from conformance.live.probe import cache_dir
+
+    _kernel_or_skip(version)
+    kernel, _ = guest_kernel.kernel(version)
+    accel, _ = vm.accelerator()
+    cache = cache_dir() / "guest"
+    cache.mkdir(parents=True, exist_ok=True)
+    pytest_line = " ".join([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            "--rootdir", str(ROOT), "-o", "addopts=",
+                            str(ROOT / "tests" / "test_live_cpumap.py"),
+                            "-k", "refused_programs"])
+    proc = vm.spawn(vm.vng_argv(kernel.vmlinuz, vm.guest_shell(cache) + "exec " + pytest_line,
+                                cache, accel))
+    try:
+        out, err = proc.communicate(timeout=900)
+    finally:
+        vm.kill(proc, remove=True)
+    assert "1 passed" in out, out[-3000:] + err[-3000:]
+    assert vm.running(vm.run_dir()) == []

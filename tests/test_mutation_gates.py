@@ -73,8 +73,9 @@ def test_a_parser_that_reads_full_versions_as_the_tree_is_judged_where_that_diff
 
 def test_an_entry_changed_everywhere_is_judged_in_each_series() -> None:
     """ZCRX-BUFLEN-001's entry with its after-text and Since swapped raises at every
-    version; zcrx has no prediction at 6.12 (ZCRX-REG-001 is v6.15), so the versions must
-    not all be 6.12 releases (the run that kept the three oldest judged it only there)."""
+    version; at 6.12 zcrx predicts only the registration's -EINVAL (ZCRX-REG-001 is v6.15),
+    never the buffer length, so the versions must not all be 6.12 releases (keeping only
+    the three oldest would judge it where it cannot show)."""
     m = next(m for m in sampling.candidates(ROOT, [gates.GATED])
              if m.operator == "args" and m.original.startswith('Gate("ZCRX-BUFLEN-001"')
              and "arguments 4 and 5" in m.description)

@@ -86,13 +86,19 @@ def run_dir() -> Path:
     return RUN_BASE / str(os.getpid())
 
 
-def guest_command(serve_args: list[str], cache: Path) -> str:
-    """The shell line the guest runs: modules, then ``rx-oracle serve`` on the pipe."""
+def guest_shell(cache: Path) -> str:
+    """The start of every guest command: the environment the project runs with from the
+    shared root, the cache it may write, and the modules the live targets use."""
     project = Path(conformance.__file__).resolve().parent.parent
-    serve = shlex.join([sys.executable, "-m", "conformance.cli", "serve", *serve_args])
     return (f"export RX_ORACLE_CACHE={shlex.quote(str(cache))} TMPDIR=/tmp "
             f"PYTHONDONTWRITEBYTECODE=1 PYTHONPATH={shlex.quote(str(project))}; "
-            f"cd /tmp; modprobe -a veth tun >&2; exec {serve}")
+            f"cd /tmp; modprobe -a veth tun >&2; ")
+
+
+def guest_command(serve_args: list[str], cache: Path) -> str:
+    """The shell line the guest runs: modules, then ``rx-oracle serve`` on the pipe."""
+    serve = shlex.join([sys.executable, "-m", "conformance.cli", "serve", *serve_args])
+    return f"{guest_shell(cache)}exec {serve}"
 
 
 def vng_argv(vmlinuz: Path, command: str, cache: Path, accel: str) -> list[str]:
