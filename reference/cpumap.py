@@ -4,7 +4,9 @@
 Read in Kingxukai/linux v6.17-rc3 ``kernel/bpf/cpumap.c`` (stored version 0291023e7330):
 ``cpu_map_update_elem``, ``__cpu_map_entry_alloc``, ``__cpu_map_load_bpf_program``,
 ``cpu_map_enqueue``, ``bq_enqueue``, ``bq_flush_to_queue``, ``__cpu_map_flush``,
-``cpu_map_kthread_run``, ``cpu_map_bpf_prog_run_xdp``.
+``cpu_map_kthread_run``, ``cpu_map_bpf_prog_run_xdp``; ``cpu_map_kthread_run`` read again
+in Debian's 7.3.4 and 6.12.118 trees (``linux-source-7.3``, ``linux-source-6.12``): the
+6.12 kthread has neither GRO nor ``napi_skb_cache_get_bulk`` (CPUMAP-KT-003, -004 gates).
 
 The model is single-threaded: the caller says which CPU and context each call runs in
 (a :class:`reference.page_pool.Context`), and the kthread runs one loop iteration per
@@ -100,8 +102,10 @@ class CpuMapEntry:
 
     ``prog`` is the second program as an op list (``reference.xdp.program``); ``gro``
     holds skbs not yet flushed; ``stack`` holds skbs passed up and not yet freed.
-    ``skb_alloc_fail_next`` makes the next N skb-head allocations fail (model hook for
-    ``napi_skb_cache_get_bulk`` returning fewer heads).
+    ``skb_alloc_fail_next`` is how many skb heads the kthread's next batches cannot get
+    (a model hook: a batch of n frames lacks min(N, n) of them, and N goes down by as
+    many; ``napi_skb_cache_get_bulk`` then returns the others, while before v6.15
+    ``kmem_cache_alloc_bulk`` returns none, CPUMAP-KT-003).
     """
 
     cpu: int
@@ -308,8 +312,11 @@ class CpuMap:
             frames = self._run_prog(entry, frames, stats, dropped, frees, ctx, trace)
         kmem_alloc_drops = 0
         if frames and entry.skb_alloc_fail_next:
-            m = max(0, len(frames) - entry.skb_alloc_fail_next)
-            entry.skb_alloc_fail_next -= len(frames) - m
+            lacking = min(entry.skb_alloc_fail_next, len(frames))
+            entry.skb_alloc_fail_next -= lacking
+            # CPUMAP-KT-003: v6.15's napi_skb_cache_get_bulk hands out the heads it has;
+            # before, kmem_cache_alloc_bulk is all or nothing.
+            m = len(frames) - lacking if gate(self.kernel, "CPUMAP-KT-003") else 0
             for f in frames[m:]:
                 dropped.append((f, DROP_SKB_ALLOC))
                 _give_back(xdp_return_frame(f), frees, ctx, trace)
@@ -326,18 +333,25 @@ class CpuMap:
         self.kthread_traces.append(kt)
         emit(trace, "CPUMAP-KT-005", "xdp_cpumap_kthread", processed=n, drops=kmem_alloc_drops,
              sched=sched)
-        entry.gro.extend(skbs)
-        entry.gro_packets += n
         flushed = 0
         empty = entry.queue.empty()
-        if entry.gro_packets >= NAPI_POLL_WEIGHT or empty:
-            flushed = len(entry.gro)
-            entry.stack.extend(entry.gro)
-            entry.gro.clear()
-            entry.gro_flushes += 1
-            entry.gro_full_flushes += int(empty)
-            entry.gro_packets = 0
-            emit(trace, "CPUMAP-KT-004", "GRO flush", skbs=flushed, ring_empty=empty)
+        if not gate(self.kernel, "CPUMAP-KT-004"):
+            # Before v6.15 the batch's skbs go up in one netif_receive_skb_list() call.
+            entry.stack.extend(skbs)
+            flushed = len(skbs)
+            emit(trace, "CPUMAP-KT-004", "batch passed to netif_receive_skb_list",
+                 skbs=flushed)
+        else:
+            entry.gro.extend(skbs)
+            entry.gro_packets += n
+            if entry.gro_packets >= NAPI_POLL_WEIGHT or empty:
+                flushed = len(entry.gro)
+                entry.stack.extend(entry.gro)
+                entry.gro.clear()
+                entry.gro_flushes += 1
+                entry.gro_full_flushes += int(empty)
+                entry.gro_packets = 0
+                emit(trace, "CPUMAP-KT-004", "GRO flush", skbs=flushed, ring_empty=empty)
         self.drops.extend(dropped)
         self.frees.extend(frees)
         return KthreadRun(tuple(frames), tuple(skbs), tuple(dropped), kt, flushed, tuple(frees))

@@ -230,6 +230,11 @@ GATES: Mapping[str, Gate] = {g.rule: g for g in (
          "striding non-linear RQs pass packets longer than hw_mtu",
          "they drop them unless LRO (lro_num_seg > 1), counting oversize_pkts_sw_drop",
          Since(mainline=(7, 0))),
+    Gate("CPUMAP-KT-003", "cpumap: switch to napi_skb_cache_get_bulk()",
+         "kmem_cache_alloc_bulk is all or nothing: a batch short of one skb head gets none",
+         "napi_skb_cache_get_bulk hands out the heads it has; only the frames without one "
+         "go back",
+         Since(mainline=(6, 15))),
     Gate("CPUMAP-KT-004", "cpumap: switch to GRO from netif_receive_skb_list()",
          "the kthread passes each batch to netif_receive_skb_list() (no GRO)",
          "the kthread runs GRO per entry, flushed every 64 packets or when the ring empties",

@@ -261,6 +261,47 @@ def test_missing_skb_heads_drop_frames() -> None:
     assert [r for _, r in run.dropped] == [DROP_SKB_ALLOC] * 3
 
 
+@pytest.mark.rule("CPUMAP-KT-003", "CPUMAP-KT-004", "CPUMAP-KT-005")
+def test_before_v6_15_each_batch_goes_up_as_a_list_and_heads_are_all_or_nothing() -> None:
+    """6.12.118 ``cpu_map_kthread_run`` (linux-source-6.12), worked by hand: 20 frames on a
+    ring of 32 are three batches (8, 8, 4); ``kmem_cache_alloc_bulk`` fails the whole
+    first batch when it lacks one head (7.3 would keep 7 of 8), and every other batch's
+    skbs go to the stack right after the tracepoint with no GRO (``gro_flushes`` 0)."""
+    pool = make_pool()
+    cmap, entry = entry_map(32, kernel=parse_kernel("6.12.117", "test"))
+    for f in frames(pool, 20):
+        cmap.cpu_map_enqueue(entry, f, 2, CTX_A)
+    cmap.flush(CTX_A)
+    entry.skb_alloc_fail_next = 1
+    got = []
+    while (run := cmap.kthread_run_once(entry)) is not None:
+        got.append((run.trace.processed, run.trace.drops, len(run.skbs), run.gro_flushed,
+                    len(entry.stack), [r for _, r in run.dropped]))
+    assert got == [(8, 8, 0, 0, 0, [DROP_SKB_ALLOC] * 8), (8, 0, 8, 8, 8, []),
+                   (4, 0, 4, 4, 12, [])]
+    assert entry.skb_alloc_fail_next == 0 and not entry.gro
+    assert entry.gro_flushes == 0 and entry.gro_full_flushes == 0
+
+
+@pytest.mark.rule("CPUMAP-KT-003")
+def test_a_head_shortage_larger_than_a_batch_spans_batches_on_both_sides() -> None:
+    """``skb_alloc_fail`` 10 over batches of 8 and 4: at 7.3.4 the first batch gets no head
+    and the second lacks 2 (2 dropped, 2 skbs); at 6.12.117 the second batch, short of
+    2, gets none (4 dropped)."""
+    for kernel, second in (("7.3.4", (2, 2)), ("6.12.117", (4, 0))):
+        pool = make_pool()
+        cmap, entry = entry_map(32, kernel=parse_kernel(kernel, "test"))
+        for f in frames(pool, 12):
+            cmap.cpu_map_enqueue(entry, f, 2, CTX_A)
+        cmap.flush(CTX_A)
+        entry.skb_alloc_fail_next = 10
+        first, then = cmap.kthread_run_once(entry), cmap.kthread_run_once(entry)
+        assert first is not None and then is not None
+        assert (first.trace.drops, len(first.skbs)) == (8, 0), kernel
+        assert (then.trace.drops, len(then.skbs)) == second, kernel
+        assert entry.skb_alloc_fail_next == 0
+
+
 # ---------------------------------------------------------------------- the engine
 
 

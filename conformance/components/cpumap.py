@@ -59,7 +59,7 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from conformance.components import Component, require
+from conformance.components import Component
 from conformance.components.xdp import op_lists
 from conformance.scenario import Scenario
 from reference.cpumap import overflow_free_burst
@@ -73,10 +73,9 @@ from reference.xdp.mem import MemType
 
 
 def config_of(scenario: Scenario) -> SimConfig:
-    """The engine's configuration.  Version gate CPUMAP-KT-004: the model has the GRO
-    kthread (v6.15+) only, so 6.12 scenarios are not applicable.  ``pre_v6_4`` stays an
+    """The engine's configuration (the kernel goes to the engine itself: the kthread
+    before v6.15 has no GRO, gates CPUMAP-KT-003 and -004).  ``pre_v6_4`` stays an
     explicit switch: it forces a behaviour older than every supported version."""
-    require(scenario, "CPUMAP-KT-004", "the cpumap kthread")
     cfg = scenario.config
     free_cpu = cfg.get("free_cpu")
     return SimConfig(

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.components import kernel_of
 from conformance.components.cpumap import config_of, schedule_of, tracepoint_totals
 from conformance.live import cpumap as live
 from conformance.live.probe import ProbeError
@@ -74,7 +75,7 @@ def plan(scenario: Scenario) -> list[int]:
         raise NotApplicable("live cpumap: the live veth pair sends linear frames only")
     verdict_of(scenario)
     try:
-        sim = CpumapSim(config_of(scenario))
+        sim = CpumapSim(config_of(scenario), kernel=kernel_of(scenario))
     except InvalidConfig as exc:
         raise NotApplicable(f"live cpumap: {exc}") from None
     qsize = sim.config.qsize
