@@ -24,6 +24,7 @@ import pytest
 
 from conformance.scenario import Scenario
 from conformance.serve import serve
+from conformance.targets import exec as exec_target
 from conformance.targets.base import Capabilities, TargetError, TargetUnavailable
 from conformance.targets.exec import ExecTarget, ProtocolLineError, parse_line
 
@@ -415,3 +416,23 @@ def test_serve_turns_a_targets_non_finite_number_into_an_error_answer() -> None:
     answers = [_strict(line.encode()) for line in stdout.getvalue().splitlines()][1:]
     assert [(a["type"], a["id"]) for a in answers] == [("error", 1), ("error", 1)]
     assert "not JSON" in answers[0]["message"]
+
+
+def test_a_line_that_never_ends_is_garbage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """*Faults*, *Unreadable lines*: output past the line limit without a newline is
+    ``garbage`` at once, not memory spent until the deadline (the limit is lowered here)."""
+    monkeypatch.setattr(exec_target, "MAX_LINE", 1 << 20)
+    argv = _script(tmp_path, '''\
+        say(json.dumps(HELLO))
+        for line in sys.stdin:
+            while True:
+                sys.stdout.write("x" * 65536)
+    ''')
+    start = time.monotonic()
+    target = ExecTarget(argv, timeout=10.0, startup_timeout=5.0)
+    try:
+        fault = _fault(target)
+        assert fault.kind == "garbage" and "longer than" in str(fault), fault
+    finally:
+        target.close()
+    assert time.monotonic() - start < BOUND

@@ -120,6 +120,10 @@ class _Exited(Exception):
     pass
 
 
+class _TooLong(Exception):
+    pass
+
+
 class _Pipes:
     """A child's stdin, stdout and stderr, non-blocking, served by one selector.
 
@@ -139,6 +143,8 @@ class _Pipes:
         self.selector.register(self.stdout, selectors.EVENT_READ)
         self.selector.register(self.stderr, selectors.EVENT_READ)
         self.out = bytearray()
+        #: how much of ``out`` is known to hold no newline
+        self.scanned = 0
         self.out_closed = False
         self.err = bytearray()
         self.err_lines: collections.deque[str] = collections.deque(maxlen=_STDERR_LINES)
@@ -165,20 +171,23 @@ class _Pipes:
 
     def line(self, deadline: float) -> bytes:
         """The next stdout line (without ``\\n``) by ``deadline``: :class:`_Hang` when
-        none came, :class:`_Exited` when the child is gone or its stdout closed."""
+        none came, :class:`_Exited` when the child is gone or its stdout closed,
+        :class:`_TooLong` past :data:`MAX_LINE` bytes without a newline."""
         while True:
-            end = self.out.find(b"\n")
+            end = self.out.find(b"\n", self.scanned)
             if end >= 0:
                 line = bytes(self.out[:end])
                 del self.out[:end + 1]
+                self.scanned = 0
                 return line
+            self.scanned = len(self.out)  # a long answer is searched once, not per chunk
             if len(self.out) > MAX_LINE:
-                return bytes(self.out)  # not JSON anyway: the caller calls it garbage
+                raise _TooLong()
             if self.out_closed:
                 raise _Exited("closed its stdout")
             if self.proc.poll() is not None:
                 self._read_available()  # what it wrote before exiting is still an answer
-                if b"\n" not in self.out:
+                if self.out.find(b"\n", self.scanned) < 0:
                     raise _Exited(f"status {self.proc.returncode}")
                 continue
             self._serve(deadline)
@@ -194,6 +203,7 @@ class _Pipes:
             except _Hang:
                 return None
             self.out.clear()
+            self.scanned = 0
         return self.proc.returncode
 
     def tail(self) -> str:
@@ -360,7 +370,7 @@ class ExecTarget:
             self._kill()
             raise TargetError(f"{self.name}: hello lacks capabilities.components/reports")
         if isinstance(hello.get("name"), str):
-            self.name = f"exec:{hello['name']}"
+            self.name = f"exec:{_short(hello['name'])}"
         kernel = hello.get("kernel")  # KVER-001: optional, protocol 1.1
         if kernel is not None and not isinstance(kernel, str):
             self._kill()
@@ -419,6 +429,10 @@ class ExecTarget:
             how = "closed its stdout" if code is None else f"exited (status {code})"
             raise TargetError(f"{self.name}: {how} while we waited for {what}{tail}",
                               "crash") from None
+        except _TooLong:
+            self._kill()
+            raise TargetError(f"{self.name}: printed a line longer than {MAX_LINE} bytes",
+                              "garbage") from None
         try:
             msg = parse_line(line)
         except ProtocolLineError as exc:
