@@ -355,6 +355,16 @@ def test_a_conformance_run_on_an_unreadable_hello_is_exit_2_and_one_line(
     assert time.monotonic() - start < 60
 
 
+def test_the_depth_bound_counts_nesting_not_brackets_in_strings() -> None:
+    """*Faults*, *Unreadable lines*: 64 levels read, 65 do not; brackets inside strings
+    (escaped quotes included) are text, not nesting."""
+    assert parse_line("[" * exec_target.MAX_DEPTH + "]" * exec_target.MAX_DEPTH)
+    with pytest.raises(ProtocolLineError, match="nested deeper than 64"):
+        parse_line("[" * (exec_target.MAX_DEPTH + 1) + "]" * (exec_target.MAX_DEPTH + 1))
+    text = json.dumps({"message": '[[[{{{ \\" ' * 100, "ok": [[1]]})
+    assert parse_line(text.encode())["ok"] == [[1]]
+
+
 # -- rx-oracle serve on lines it cannot read -------------------------------------------------
 
 
