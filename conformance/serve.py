@@ -10,17 +10,20 @@ end to end against the model itself.
 
 The loop: print ``hello`` with the target's capabilities, then answer each ``run`` with
 ``result``; an exception the target raises on one scenario becomes an ``error`` answer
-for that request only, and the loop goes on.  ``bye`` or the end of stdin ends it with
-status 0.  Stdout carries protocol lines and nothing else: while the target runs,
-anything it prints goes to stderr instead.
+for that request only, and the loop goes on.  A line it cannot read (not UTF-8, not JSON,
+nested too deep, ``NaN``, an integer Python will not convert) is answered with an
+``error`` whose ``id`` is null, and the loop goes on too.  ``bye`` or the end of stdin
+ends it with status 0.  Stdout carries strict JSON protocol lines and nothing else (a
+target's non-finite number is an ``error`` answer, never a bare ``NaN``): while the
+target runs, anything it prints goes to stderr instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
+from collections.abc import Iterable
 from typing import IO, Any
 
 from conformance.scenario import Scenario, ScenarioError, to_jsonable
@@ -32,7 +35,12 @@ from conformance.targets.base import (
     TargetSpecError,
     load_target,
 )
-from conformance.targets.exec import PROTOCOL_VERSION
+from conformance.targets.exec import (
+    PROTOCOL_VERSION,
+    ProtocolLineError,
+    dump_line,
+    parse_line,
+)
 
 EXIT_OK, EXIT_ERROR = 0, 2
 #: Targets served by name: the model, and the live targets (a guest target serves these
@@ -68,13 +76,13 @@ def main(args: argparse.Namespace) -> int:
         print(f"rx-oracle serve: {exc}", file=sys.stderr)
         return EXIT_ERROR
     try:
-        serve(target, sys.stdin, sys.stdout)
+        serve(target, sys.stdin.buffer, sys.stdout)  # bytes: a line may not be UTF-8
     finally:
         target.close()
     return EXIT_OK
 
 
-def serve(target: Target, stdin: IO[str], stdout: IO[str]) -> None:
+def serve(target: Target, stdin: Iterable[str] | Iterable[bytes], stdout: IO[str]) -> None:
     """The protocol loop: hello, then one answer per request until bye or end of input."""
     caps = target.capabilities
     hello: dict[str, object] = {"type": "hello", "protocol": PROTOCOL_VERSION,
@@ -87,9 +95,9 @@ def serve(target: Target, stdin: IO[str], stdout: IO[str]) -> None:
         if not line.strip():
             continue
         try:
-            request = json.loads(line)
-        except json.JSONDecodeError as exc:
-            _send(stdout, _error(None, f"request is not JSON: {exc}"))
+            request = parse_line(line)
+        except ProtocolLineError as exc:
+            _send(stdout, _error(None, f"request is {exc}"))
             continue
         if not isinstance(request, dict):
             _send(stdout, _error(None, "request is not a JSON object"))
@@ -124,14 +132,15 @@ def answer(target: Target, request: dict[str, Any]) -> dict[str, Any]:
         return _error(rid, f"{type(exc).__name__}: {exc}")
     try:
         return {"type": "result", "id": rid, "observables": _plain(observables)}
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         return _error(rid, f"observables are not JSON: {exc}")
 
 
 def _plain(observables: dict[str, Any]) -> Any:
-    """Observables as JSON values; a value JSON cannot carry raises here, not mid-write."""
+    """Observables as JSON values; a value strict JSON cannot carry (NaN, an object)
+    raises here, not mid-write."""
     value = to_jsonable(observables)
-    json.dumps(value)
+    dump_line(value)
     return value
 
 
@@ -140,5 +149,5 @@ def _error(rid: Any, message: str) -> dict[str, Any]:
 
 
 def _send(stdout: IO[str], msg: dict[str, Any]) -> None:
-    stdout.write(json.dumps(msg, separators=(",", ":")) + "\n")
+    stdout.write(dump_line(msg).decode())
     stdout.flush()
