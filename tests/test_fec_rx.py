@@ -131,6 +131,27 @@ def test_giant_frame_is_truncated_and_flagged() -> None:
     assert fep.stats.rx_length_errors == fep.stats.rx_frame_errors == 1
 
 
+@pytest.mark.rule("FEC-DEV-003", "FEC-RX-004")
+@pytest.mark.parametrize(("kernel", "racc", "longest"), [
+    ("7.3.4", True, 1516), ("7.3.4", False, 1518), ("6.18.15", True, 1516),
+    ("6.12.117", True, 1978), ("6.12.117", False, 1980)])
+def test_max_fl_is_the_mtus_frame_after_the_gate(kernel: str, racc: bool, longest: int) -> None:
+    """Worked from Debian's 7.3.4 ``fec_restart``: MAX_FL = 1500 + 18 + 4 = 1522 stored
+    bytes (pad, frame, FCS), so with RACC 1516 bytes pass and 1517 are stored whole with
+    LG alone (no TR) and dropped as a length error; before the gate (6.12.118) MAX_FL is
+    1984 like FTRL, so only truncated frames have LG.  The edges match
+    ``qemu-fec:imx8mp-evk`` at 6.18.15 and 7.3.4 (1516 passes, 1517 does not)."""
+    for length, passes in ((longest, True), (longest + 1, False)):
+        fep = _open(racc=racc, kernel=parse_kernel(kernel, "test"))
+        device.receive(fep, UDP_FRAME + bytes(length - len(UDP_FRAME)))
+        (rec,), _ = rx.napi_poll(fep, 64, NO_PROG)
+        assert (rec.outcome != "error") == passes, (kernel, length)
+        if not passes and kernel != "6.12.117":
+            assert rec.sc == 0x0800 | 0x0020  # L and LG: stored whole, not truncated
+            assert rec.datlen == length + 4 + (2 if racc else 0)
+            assert fep.stats.rx_length_errors == 1
+
+
 @pytest.mark.rule("FEC-RX-006")
 def test_refill_failure_drops_and_keeps_the_page() -> None:
     allocator = pp.PageAllocator(pp.ARM64_4K)
@@ -466,7 +487,11 @@ def test_rx_bytes_is_the_wire_length_plus_fcs_and_pad(frames: list[bytes], racc:
                         frames=tuple(frames), kernel=kernel,
                         program=({"op": "return", "action": 1},) if with_prog else None)
     obs = component.run(scenario)
-    fits = [f for f in frames if len(f) + 4 <= 1984]
+    # FTRL truncates above 1984 stored bytes; since FEC-DEV-003's gate (v6.18: "6.18"
+    # and "7.3" here) MAX_FL flags LG above 1522, the pad counted.
+    max_fl = 1522 if kernel in ("6.18", "7.3") else 1984
+    fits = [f for f in frames
+            if len(f) + 4 <= 1984 and len(f) + 4 + (2 if racc else 0) <= max_fl]
     pad = 2 if racc and kernel == "6.12.62" else 0
     assert obs["counters"]["rx_bytes"] == sum(len(f) + 4 + pad for f in fits)
     assert obs["counters"]["rx_packets"] == len(fits)

@@ -410,3 +410,47 @@ def test_imx8mp_evk_runs_the_arm64_driver() -> None:
         assert got[key] == want[key], key
     assert [(p["verdict"], p["ops"]) for p in got["packets"]] == [
         (p["verdict"], p["ops"]) for p in want["packets"]]
+
+
+@pytest.mark.rule("FEC-XDP-005", "FEC-RX-005")
+@pytest.mark.parametrize(("spec", "parsed"), [
+    ("qemu-fec", ("", "")),
+    ("qemu-fec:imx8mp-evk", ("imx8mp-evk", "")),
+    ("qemu-fec:imx8mp-evk@7.3.4", ("imx8mp-evk", "7.3.4")),
+    ("qemu-fec:sabrelite@6.12.117", ("sabrelite", "6.12.117")),
+])
+def test_a_board_names_its_kernel_version(spec: str, parsed: tuple[str, str]) -> None:
+    """``qemu-fec:BOARD@VERSION`` boots Debian's kernel of that version, so a fec gate
+    (FEC-XDP-005 at v7.0, FEC-RX-005) is seen on the side the board's current kernel is
+    not on."""
+    from conformance.targets.base import parse_target_spec
+
+    got = parse_target_spec(spec)
+    assert (got.kind, got.argument, got.version) == ("qemu-fec", *parsed)
+
+
+@pytest.mark.rule("KVER-002")
+@pytest.mark.parametrize(("spec", "message"), [
+    ("qemu-fec:imx8mp-evk@7.3", "not a kernel version"),
+    ("qemu-fec:imx8mp-evk@7.3.4+deb13-arm64", "not a kernel version"),
+    ("qemu-fec:imx8mp-evk@6.1.150", "6.1 is not a version the model describes"),
+])
+def test_a_board_version_that_does_not_parse_is_one_line(spec: str, message: str) -> None:
+    from conformance.targets.base import TargetSpecError, parse_target_spec
+
+    with pytest.raises(TargetSpecError, match=message) as info:
+        parse_target_spec(spec)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.rule("FEC-RX-001")
+def test_a_split_kernel_keeps_vmlinuz_beside_its_modules(tmp_path: Path) -> None:
+    """7.x's linux-binary-* has ``usr/lib/modules/VERSION/vmlinuz``, no ``/boot``."""
+    from conformance.live.qemu_fec import image
+
+    k = image.Kernel("7.3.4+deb13-arm64", tmp_path, image.FLAVOURS["arm64"])
+    k.modules.mkdir(parents=True)
+    assert k.vmlinuz == k.modules / "vmlinuz"
+    (k.kern / "boot").mkdir()
+    (k.kern / "boot" / "vmlinuz-7.3.4+deb13-arm64").write_bytes(b"")
+    assert k.vmlinuz == k.kern / "boot" / "vmlinuz-7.3.4+deb13-arm64"

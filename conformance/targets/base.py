@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 import shlex
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
@@ -126,7 +127,7 @@ class Target(Protocol):
 
 
 TARGET_KINDS = ("reference, python:MODULE:OBJECT, exec:COMMAND, fixtures:DIR, veth, tun, "
-                "iface:NAME,peer=PEER, qemu-fec[:BOARD], zcrx-live, or KIND@VERSION "
+                "iface:NAME,peer=PEER, qemu-fec[:BOARD][@VERSION], zcrx-live, or KIND@VERSION "
                 "(veth, tun or zcrx-live in a guest booted from Debian's kernel VERSION)")
 #: The live targets that also run in a guest booted from a Debian kernel (``KIND@VERSION``).
 GUEST_KINDS = ("veth", "tun", "zcrx-live")
@@ -191,8 +192,27 @@ def parse_target_spec(spec: str) -> TargetSpec:
     if kind in ("fixtures", "iface") and rest:
         return TargetSpec(kind, rest)
     if kind == "qemu-fec":
-        return TargetSpec(kind, rest)
+        return parse_qemu_fec_spec(spec, rest)
     raise TargetSpecError(f"--target {spec!r} is not a target: use {TARGET_KINDS}")
+
+
+def parse_qemu_fec_spec(spec: str, rest: str) -> TargetSpec:
+    """``qemu-fec[:BOARD][@VERSION]``: VERSION picks Debian's kernel of that version for
+    the board's architecture (``imx8mp-evk@7.3.4``); without it, the suite's current one."""
+    from reference.errors import OracleError
+    from reference.kernel import parse_kernel
+
+    board, at, version = rest.partition("@")
+    if not at:
+        return TargetSpec("qemu-fec", board)
+    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        raise TargetSpecError(f"--target {spec!r}: {version!r} is not a kernel version: use "
+                              "X.Y.Z (e.g. 7.3.4)")
+    try:
+        parse_kernel(version, "the guest's kernel")
+    except OracleError as exc:
+        raise TargetSpecError(f"--target {spec!r}: {exc}") from None
+    return TargetSpec("qemu-fec", board, version=version)
 
 
 def load_target(spec: str, *, timeout: float = 10.0) -> Target:
@@ -202,6 +222,10 @@ def load_target(spec: str, *, timeout: float = 10.0) -> Target:
     :class:`TargetUnavailable` for a target that cannot be loaded or started.
     """
     parsed = parse_target_spec(spec)
+    if parsed.kind == "qemu-fec":
+        from conformance.targets.qemu_fec import QemuFecTarget
+
+        return QemuFecTarget(parsed.argument, parsed.version or None)
     if parsed.version:
         from conformance.targets.guest import GuestTarget
 
@@ -224,10 +248,6 @@ def load_target(spec: str, *, timeout: float = 10.0) -> Target:
         from conformance.targets.zcrx_live import ZcrxLiveTarget
 
         return ZcrxLiveTarget()
-    if parsed.kind == "qemu-fec":
-        from conformance.targets.qemu_fec import QemuFecTarget
-
-        return QemuFecTarget(parsed.argument)
     from conformance.targets.fixtures import FixturesTarget
 
     return FixturesTarget(parsed.argument)

@@ -75,7 +75,7 @@ def verdict_name(action: int) -> str:
 class QemuFecTarget:
     """See the module docstring."""
 
-    def __init__(self, board: str = "sabrelite") -> None:
+    def __init__(self, board: str = "sabrelite", version: str | None = None) -> None:
         from conformance.live.qemu_fec import boot, guest
         from conformance.live.qemu_fec.archive import ArchiveUnreachable, ImageError
 
@@ -88,12 +88,12 @@ class QemuFecTarget:
             raise TargetUnavailable(reason)
         guest.sweep()
         self.board = board
-        self.name = f"qemu-fec:{board}"
+        self.name = f"qemu-fec:{board}" + (f"@{version}" if version else "")
         self.fixed = BOARD_CONFIG[board]
         #: the probe calls the metadata kfuncs (a guest kernel with BTF: FEC-XDP-001 live)
         self.kfuncs = boot.BOARDS[board].kfuncs
         try:
-            self.files = boot.prepare(board)
+            self.files = boot.prepare(board, version=version)
         except ArchiveUnreachable as exc:
             raise TargetUnavailable(str(exc)) from exc
         except ImageError as exc:

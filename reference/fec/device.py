@@ -116,6 +116,12 @@ def receive(fep: Fep, frame: bytes, faults: frozenset[str] = frozenset(),
         errs |= BD_ENET_RX_LG | BD_ENET_RX_CL
         emit(trace, "FEC-DEV-003", "frame longer than the limit: truncated, LG|TR",
              length=len(pad) + len(frame) + FCS_LEN, limit=PKT_MAXBUF_SIZE)
+    elif len(pad) + len(wire) > cfg.max_fl:
+        # Longer than MAX_FL but within FTRL: stored whole, flagged LG (the pad counts
+        # here too, as on the board's QEMU ENET).
+        errs |= BD_ENET_RX_LG
+        emit(trace, "FEC-DEV-003", "frame longer than MAX_FL: LG",
+             length=len(pad) + len(frame) + FCS_LEN, limit=cfg.max_fl)
     if "crc" in faults:
         errs |= BD_ENET_RX_CR
     if "overrun" in faults:

@@ -47,6 +47,10 @@ MAX_SKB_FRAGS = 17
 #: ``ETH_FCS_LEN`` and the RACC SHIFT16 pad.
 FCS_LEN = 4
 SHIFT16_PAD = 2
+#: ``VLAN_ETH_HLEN`` and the default MTU: since FEC-DEV-003's gate ``fec_restart`` puts
+#: mtu + VLAN_ETH_HLEN + ETH_FCS_LEN in the RCR MAX_FL field (1522 at MTU 1500).
+VLAN_ETH_HLEN = 18
+ETH_DATA_LEN = 1500
 
 
 class TxBufType(enum.IntEnum):
@@ -102,6 +106,15 @@ class FecConfig:
     cpu: int = 0
     arch: str = "arm64"
     kernel: KernelVersion = DEFAULT_KERNEL
+
+    @property
+    def max_fl(self) -> int:
+        """FEC-DEV-003: the RCR MAX_FL field ``fec_restart`` writes: ``PKT_MAXBUF_SIZE``
+        (``OPT_FRAME_SIZE``) before the gate, after it the MTU's frame with a VLAN tag and
+        its FCS.  The model's device has the default MTU (no ``ndo_change_mtu``)."""
+        if gate(self.kernel, "FEC-DEV-003"):
+            return ETH_DATA_LEN + VLAN_ETH_HLEN + FCS_LEN
+        return PKT_MAXBUF_SIZE
 
     def __attrs_post_init__(self) -> None:
         if self.arch not in ARCHES:

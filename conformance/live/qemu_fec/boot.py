@@ -97,15 +97,18 @@ def guest_probe(cache: Path, kfuncs: bool = False) -> Path:
     return obj
 
 
-def prepare(board: str = "sabrelite", cache: Path | None = None) -> BootFiles:
-    """Kernel, device tree and initramfs for ``board`` (see :data:`BOARDS`)."""
+def prepare(board: str = "sabrelite", cache: Path | None = None,
+            version: str | None = None) -> BootFiles:
+    """Kernel, device tree and initramfs for ``board`` (see :data:`BOARDS`); ``version``
+    names Debian's kernel (``7.3.4``), else the suite's current one."""
     if board not in BOARDS:
         raise ImageError(f"unknown board {board!r}: {', '.join(BOARDS)}")
     spec = BOARDS[board]
     machine, legacy = spec.machine, spec.legacy
     cache = cache or image.cache_root()
     emulator = qemu.find(machine, spec.qemu, cache)
-    k = image.kernel(cache, spec.flavour)
+    k = (image.versioned_kernel(version, cache, spec.flavour) if version
+         else image.kernel(cache, spec.flavour))
     probe = guest_probe(cache, spec.kfuncs)
     init = INIT.read_bytes()
     files = {"probe.o": probe.read_bytes()}

@@ -88,7 +88,9 @@ class Kernel:
 
     @property
     def vmlinuz(self) -> Path:
-        return self.kern / "boot" / f"vmlinuz-{self.version}"
+        # linux-image-* puts it in /boot; 7.x's split linux-binary-* beside the modules.
+        boot = self.kern / "boot" / f"vmlinuz-{self.version}"
+        return boot if boot.exists() else self.modules / "vmlinuz"
 
     @property
     def modules(self) -> Path:
@@ -109,6 +111,38 @@ def cache_root() -> Path:
     return cache_dir() / "qemu-fec"
 
 
+#: Where Debian 13's kernels of every version are: the release and its backports.
+VERSIONED_SUITES = ("trixie", "trixie-backports")
+#: The binary packages of one kernel version: 7.x splits the image in three (the device
+#: trees are in linux-base-*), earlier ones have the one linux-image-*.
+_SPLIT = ("linux-binary-", "linux-modules-", "linux-base-")
+KERNEL_PACKAGES = ("linux-image-", *_SPLIT)
+
+
+def versioned_kernel(version: str, root: Path | None = None, flavour: Flavour = ARMHF
+                     ) -> Kernel:
+    """Debian's kernel ``version`` (``7.3.4``) of ``flavour``, unpacked (downloaded on
+    first use); ImageError when the archive has no such kernel for the architecture."""
+    root = root or cache_root()
+    abi = f"{version}+deb13{flavour.suffix}"
+    k = Kernel(abi, root / abi, flavour)
+    if (k.root / COMPLETE).exists():
+        return k
+    apt = PrivateApt(root / f"apt-{flavour.arch}-versions", VERSIONED_SUITES, arch=flavour.arch)
+    apt.update()
+    names = set(apt._run("apt-cache", "pkgnames", "linux-").split())
+    split = [f"{prefix}{abi}" for prefix in _SPLIT]
+    if all(n in names for n in split):
+        packages = split
+    elif f"linux-image-{abi}" in names:
+        packages = [f"linux-image-{abi}"]
+    else:
+        raise ImageError(f"the archive ({', '.join(VERSIONED_SUITES)}, {flavour.arch}) has no "
+                         f"kernel {abi}")
+    _fetch(apt, packages, k)
+    return k
+
+
 def kernel(root: Path | None = None, flavour: Flavour = ARMHF) -> Kernel:
     """The current Debian kernel of ``flavour``, unpacked (downloaded on first use)."""
     root = root or cache_root()
@@ -124,7 +158,7 @@ def kernel(root: Path | None = None, flavour: Flavour = ARMHF) -> Kernel:
         version = package.removeprefix("linux-image-")
         k = Kernel(version, root / version, flavour)
         if not (k.root / COMPLETE).exists():
-            _fetch(apt, package, k)
+            _fetch(apt, [package], k)
         return k
     except ArchiveUnreachable:
         cached = sorted((p.parent for p in root.glob(f"*{flavour.suffix}/{COMPLETE}")),
@@ -145,17 +179,19 @@ def _closure(apt: PrivateApt, seeds: Iterable[str]) -> list[str]:
     return sorted(seen)
 
 
-def _fetch(apt: PrivateApt, package: str, k: Kernel) -> None:
+def _fetch(apt: PrivateApt, packages: list[str], k: Kernel) -> None:
+    """The kernel ``packages`` into ``k.kern`` and the userland's closure into
+    ``k.userland``; the directory is complete only once both are there."""
     if k.root.exists():
         shutil.rmtree(k.root)
     debs = k.root / "debs"
-    got = apt.download([package, *_closure(apt, USERLAND)], debs)
+    got = apt.download([*packages, *_closure(apt, USERLAND)], debs)
     for deb in got:
-        extract(deb, k.kern if deb.name.startswith("linux-image-") else k.userland)
+        extract(deb, k.kern if deb.name.startswith(KERNEL_PACKAGES) else k.userland)
     shutil.rmtree(debs)
     if not k.vmlinuz.exists():
-        raise ImageError(f"{package} has no {k.vmlinuz.name}")
-    (k.root / COMPLETE).write_text(package + "\n")
+        raise ImageError(f"{', '.join(packages)}: no {k.vmlinuz.name}")
+    (k.root / COMPLETE).write_text(" ".join(packages) + "\n")
 
 
 # --- modules ------------------------------------------------------------------------------
