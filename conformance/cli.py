@@ -16,7 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import signal
 import sys
+import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -214,8 +218,22 @@ def run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str] =
     ]
     for glob in args.rules:
         pytest_args += ["--rx-rules", glob]
+    # pytest writes its XML into a private directory; the user's path gets it through
+    # :mod:`conformance.outputs` (a device is written through, a write error is one line).
+    scratch = Path(tempfile.mkdtemp(prefix="rx-oracle-"))
+    try:
+        return _run_suite(args, paths, extra, pytest_args, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str],
+               pytest_args: list[str], scratch: Path) -> int:
+    from conformance import outputs
+
+    junit = scratch / "junit.xml"
     if args.junitxml:
-        pytest_args += ["--junitxml", str(args.junitxml)]
+        pytest_args += ["--junitxml", str(junit)]
     if args.save_failures:
         pytest_args += ["--rx-save-failures", str(args.save_failures)]
     if args.numprocesses:
@@ -235,6 +253,9 @@ def run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str] =
         plugins.append(_Progress())
     code = pytest.main(pytest_args, plugins=plugins)
     verdicts = capture.verdicts
+    if capture.output_error:
+        print(f"rx-oracle: {capture.output_error}", file=sys.stderr)
+        return EXIT_ERROR
     if capture.unavailable:
         print(f"rx-oracle: target error: {capture.unavailable}", file=sys.stderr)
         return EXIT_ERROR
@@ -262,6 +283,8 @@ def run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str] =
         print(f"rx-oracle: note: {note}", file=sys.stderr)
     if args.report:
         _write_report(args.report, verdicts, args, kernel, capture.notes)
+    if args.junitxml and junit.exists():
+        outputs.write_bytes("--junitxml", args.junitxml, junit.read_bytes())
     failed = any(v.verdict == plugin.FAIL for v in verdicts.values())
     if capture.target_errors:
         print(f"rx-oracle: {len(capture.target_errors)} case(s) not run: the target was given "
@@ -281,10 +304,12 @@ class _Capture:
     faulted: list[str]
     answered: int
     unavailable: str | None
+    output_error: str | None
     kernel: str | None
     notes: list[str]
 
     def __init__(self) -> None:
+        self.output_error = None
         self.kernel = None
         self.notes = []
         self.verdicts = {}
@@ -301,6 +326,7 @@ class _Capture:
         self.faulted = list(rules.faulted)
         self.answered = rules.answered
         self.unavailable = rules.unavailable
+        self.output_error = rules.output_error
         self.kernel = rules.kernel
         self.notes = list(rules.notes)
 
@@ -390,9 +416,9 @@ def _write_report(
             for _, v in sorted(verdicts.items())
         ],
     }
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(report, indent=2) + "\n")
-    tmp.replace(path)  # never a half-written report
+    from conformance import outputs
+
+    outputs.write_text("--report", path, json.dumps(report, indent=2) + "\n")
 
 
 def _json_arg(option: str, text: str) -> Any:

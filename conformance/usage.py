@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import math
-import os
 from pathlib import Path
 
 
@@ -30,32 +29,18 @@ def check_timeout(value: float) -> None:
 
 
 def check_output_file(option: str, path: Path | None) -> None:
-    """A file the run will write: its directory must exist and it must not be a directory.
+    """A file the run will write (see :mod:`conformance.outputs`)."""
+    from conformance import outputs
 
-    An existing file is replaced when the run ends (atomically, never half-written).
-    """
-    if path is None:
-        return
-    if path.is_dir():
-        raise UsageError(f"{option} {path}: is a directory, not a file")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError(f"{option} {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists()
-                                                    and not os.access(path, os.W_OK)):
-        raise UsageError(f"{option} {path}: not writable")
+    outputs.check_file(option, path)
 
 
 def check_output_dir(option: str, path: Path | None) -> None:
     """A directory the run will fill: it may not exist yet, but its parent must, and it
     must not be an existing file."""
-    if path is None:
-        return
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"{option} {path}: exists and is not a directory")
-    parent = path.resolve().parent
-    if not parent.is_dir():
-        raise UsageError(f"{option} {path}: directory {parent} does not exist")
+    from conformance import outputs
+
+    outputs.check_dir(option, path)
 
 
 def check_kernel(value: str | None) -> None:
@@ -135,9 +120,13 @@ def check_suite_options(args: argparse.Namespace, *, probe_target: bool = True) 
     check_timeout(args.timeout)
     check_kernel(args.kernel)
     check_numprocesses(args.numprocesses)
+    from conformance import outputs
+
     check_output_file("--report", args.report)
     check_output_file("--junitxml", args.junitxml)
     check_output_dir("--save-failures", args.save_failures)
+    outputs.refuse_clashes([("--report", args.report), ("--junitxml", args.junitxml),
+                            ("--save-failures", args.save_failures)])
     if args.database is not None and args.database.exists() and not args.database.is_dir():
         raise UsageError(f"--database {args.database}: exists and is not a directory")
     if probe_target:
