@@ -40,6 +40,12 @@ from conformance.usage import (
 from reference import __version__
 
 EXIT_OK, EXIT_NONCONFORMANT, EXIT_ERROR = 0, 1, 2
+#: The line a run in which every rule was not applicable ends with (exit status 2); the
+#: mutation runner (:mod:`conformance.mutation.runner`) looks for it.
+NO_RULE_CHECKED = "no rule was checked"
+#: The largest ``@FILE`` read for a JSON option: far above any real config or scenario,
+#: and a bound on what ``@/dev/zero`` costs.
+MAX_JSON_FILE = 16 * 1024 * 1024
 PROPERTIES_DIR = Path(__file__).resolve().parent / "properties"
 
 
@@ -425,14 +431,32 @@ def _json_arg(option: str, text: str) -> Any:
     """JSON text, or ``@FILE`` holding it; a mistake is a :class:`UsageError`."""
     source = text
     if text.startswith("@"):
-        try:
-            source = Path(text[1:]).read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{option} {text}: cannot read the file: {exc}") from None
+        source = _read_json_file(option, text)
     try:
         return json.loads(source)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{option}: not JSON: {exc}") from None
+
+
+def _read_json_file(option: str, text: str) -> str:
+    """The text of ``@FILE``, at most :data:`MAX_JSON_FILE` bytes of UTF-8.
+
+    A pipe or ``/dev/stdin`` is read too (it ends); one that never ends, such as
+    ``/dev/zero``, is refused at the bound instead of filling memory."""
+    from conformance.outputs import describe
+
+    try:
+        with open(text[1:], "rb") as fh:
+            data = fh.read(MAX_JSON_FILE + 1)
+    except OSError as exc:
+        raise UsageError(f"{option} {text}: cannot read the file: {describe(exc)}") from None
+    if len(data) > MAX_JSON_FILE:
+        raise UsageError(f"{option} {text}: larger than {MAX_JSON_FILE // (1024 * 1024)} MiB; "
+                         "a config or scenario is far smaller")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{option} {text}: not UTF-8 text (byte {exc.start})") from None
 
 
 def explain(args: argparse.Namespace) -> int:

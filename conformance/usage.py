@@ -23,9 +23,15 @@ class TargetUnavailableError(UsageError):
     """The target cannot run at all: one line, exit status 2, no rule verdicts."""
 
 
+#: The longest per-request timeout accepted: a day (a larger one overflows the clocks
+#: the targets wait on, and no single request is meant to take that long).
+MAX_TIMEOUT = 86400.0
+
+
 def check_timeout(value: float) -> None:
-    if not (math.isfinite(value) and value > 0):
-        raise UsageError(f"--timeout {value!r}: must be a number of seconds > 0")
+    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT):
+        raise UsageError(f"--timeout {value!r}: must be a number of seconds in "
+                         f"(0, {MAX_TIMEOUT:g}]")
 
 
 def check_output_file(option: str, path: Path | None) -> None:
