@@ -605,12 +605,20 @@ def replay(args: argparse.Namespace) -> int:
         except UnsupportedKernel as exc:
             raise UsageError(f"target error: {exc}") from None
         print(f"kernel: {scenario.kernel}")
-        if expected is None:
-            try:
-                expected = component.expected(scenario)
-            except NotApplicable as exc:
+        # A recorded answer is compared as it is, but the reference must accept the
+        # scenario either way: one it refuses is the user's mistake, not the target's.
+        try:
+            predicted = component.expected(scenario)
+        except NotApplicable as exc:
+            if expected is None:
                 print(f"not applicable: {exc}")
                 return EXIT_OK
+            predicted = expected
+        except OracleError as exc:
+            raise UsageError(f"bad scenario: the reference refuses it: "
+                             f"{str(exc).splitlines()[0]}") from None
+        if expected is None:
+            expected = predicted
         if scenario.component not in target.capabilities.components:
             print(f"not applicable: {args.target} does not implement {scenario.component!r}")
             return EXIT_OK
