@@ -578,8 +578,9 @@ def replay(args: argparse.Namespace) -> int:
     from conformance.components import registry
     from conformance.observe import compare
     from conformance.scenario import Scenario, ScenarioError, to_jsonable
-    from conformance.targets.base import NotApplicable, TargetError, load_target
+    from conformance.targets.base import NotApplicable, TargetError, declared, load_target
     from conformance.validate import InputError, validate_scenario
+    from reference.errors import OracleError
     from reference.kernel import UnsupportedKernel, parse_kernel
 
     check_timeout(args.timeout)
@@ -593,6 +594,7 @@ def replay(args: argparse.Namespace) -> int:
     check_target(args.target, args.timeout)
     try:
         target = load_target(args.target, timeout=args.timeout)
+        declared(target, args.target)
     except TargetError as exc:
         raise UsageError(f"target error: {exc}") from None
     try:

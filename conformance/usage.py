@@ -91,6 +91,7 @@ def check_target(spec: str, timeout: float) -> None:
     from conformance.targets.base import (
         TargetError,
         TargetSpecError,
+        declared,
         load_target,
         parse_target_spec,
     )
@@ -114,7 +115,11 @@ def check_target(spec: str, timeout: float) -> None:
             raise TargetUnavailableError(f"target error: {spec}: {reason}")
         return
     try:
-        load_target(spec, timeout=timeout).close()
+        target = load_target(spec, timeout=timeout)
+        try:
+            declared(target, spec)
+        finally:
+            target.close()
     except TargetError as exc:
         raise TargetUnavailableError(f"target error: {exc}") from None
 
