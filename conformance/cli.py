@@ -7,8 +7,10 @@ against a target and prints one verdict per SPEC rule.  Exit codes:
 - 1: some rule failed: the target disagreed with the reference, or misbehaved on an
   input (a *target fault*: it raised, crashed, hung, or answered garbage on that input);
 - 2: no verdict: a usage error (one line on stderr naming the option, the value and what
-  is wrong), a target that cannot run at all (cannot be loaded or started, or failed on
-  every input it was given), or an interrupted run.
+  is wrong), an output that cannot be written, a target that cannot run at all (cannot
+  be loaded or started, names a component that does not exist, or failed on every input
+  it was given), a run in which no rule could be checked, or an interrupted run (SIGINT
+  or SIGTERM).
 """
 
 from __future__ import annotations
@@ -141,40 +143,72 @@ def _components() -> list[str]:
     return sorted(p.stem.removeprefix("test_") for p in PROPERTIES_DIR.glob("test_*.py"))
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, taken down the same path as Ctrl-C so that live targets are torn down.
+
+    pytest turns any KeyboardInterrupt into an interrupted run; ``_signalled`` keeps
+    which signal it was for the last line."""
+
+
+_signalled: list[str] = []
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    _signalled.append("SIGTERM")
+    raise Terminated()
+
+
+def interrupted_line() -> str:
+    """The last line of a run that a signal ended."""
+    return "rx-oracle: terminated (SIGTERM)" if _signalled else "rx-oracle: interrupted"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    _signalled.clear()
+    # ``serve`` is a target's process: whoever started it decides how it ends.  Only the
+    # main thread may set a handler (a caller may run main() in another).
+    handle = args.command != "serve" and threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if handle else None
     try:
-        if args.command == "conformance":
-            return conformance(args)
-        if args.command == "replay":
-            return replay(args)
-        if args.command == "explain":
-            return explain(args)
-        if args.command == "serve":
-            return serve_cli.main(args)
-        if args.command == "mutate":
-            return mutate_cli.main(args)
-        if args.command == "spec":
-            return spec_cmd.main(args)
-        if args.command == "kernels":
-            from conformance.live import guest_kernel
-
-            return guest_kernel.main(args)
-        if args.command == "fixtures":
-            from conformance.fixtures import cli as fixtures_cli
-
-            return fixtures_cli.main(args)
+        return _dispatch(args)
     except UsageError as exc:
         print(f"rx-oracle: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("rx-oracle: interrupted", file=sys.stderr)
+        print(interrupted_line(), file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:
         # The reader went away (``| head``): not an error of ours, and no traceback.
         # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    finally:
+        if handle:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "conformance":
+        return conformance(args)
+    if args.command == "replay":
+        return replay(args)
+    if args.command == "explain":
+        return explain(args)
+    if args.command == "serve":
+        return serve_cli.main(args)
+    if args.command == "mutate":
+        return mutate_cli.main(args)
+    if args.command == "spec":
+        return spec_cmd.main(args)
+    if args.command == "kernels":
+        from conformance.live import guest_kernel
+
+        return guest_kernel.main(args)
+    if args.command == "fixtures":
+        from conformance.fixtures import cli as fixtures_cli
+
+        return fixtures_cli.main(args)
     return EXIT_ERROR  # pragma: no cover - argparse enforces the sub-command
 
 
@@ -266,7 +300,7 @@ def _run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str],
         print(f"rx-oracle: target error: {capture.unavailable}", file=sys.stderr)
         return EXIT_ERROR
     if code == pytest.ExitCode.INTERRUPTED:
-        print("rx-oracle: interrupted", file=sys.stderr)
+        print(interrupted_line(), file=sys.stderr)
         return EXIT_ERROR
     if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
         print(f"rx-oracle: the suite could not run (pytest exit {int(code)})", file=sys.stderr)
@@ -298,6 +332,11 @@ def _run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str],
     if code == pytest.ExitCode.TESTS_FAILED and not failed:
         # A failure outside any rule (an error in the suite itself) is not a verdict.
         print("rx-oracle: the suite itself failed outside any rule", file=sys.stderr)
+        return EXIT_ERROR
+    if not any(v.verdict in (plugin.PASS, plugin.FAIL) for v in verdicts.values()):
+        # Every rule not applicable: a green run here would check nothing at all.
+        print(f"rx-oracle: {NO_RULE_CHECKED}: {args.target} implements none of what the "
+              f"{len(verdicts)} selected rule(s) need", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_NONCONFORMANT if failed else EXIT_OK
 
