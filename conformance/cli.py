@@ -293,6 +293,8 @@ def _run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str],
         plugins.append(_Progress())
     code = pytest.main(pytest_args, plugins=plugins)
     verdicts = capture.verdicts
+    if args.junitxml and junit.exists():  # whatever the verdict, as pytest would have
+        outputs.write_bytes("--junitxml", args.junitxml, junit.read_bytes())
     if capture.output_error:
         print(f"rx-oracle: {capture.output_error}", file=sys.stderr)
         return EXIT_ERROR
@@ -323,8 +325,6 @@ def _run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str],
         print(f"rx-oracle: note: {note}", file=sys.stderr)
     if args.report:
         _write_report(args.report, verdicts, args, kernel, capture.notes)
-    if args.junitxml and junit.exists():
-        outputs.write_bytes("--junitxml", args.junitxml, junit.read_bytes())
     failed = any(v.verdict == plugin.FAIL for v in verdicts.values())
     if capture.target_errors:
         print(f"rx-oracle: {len(capture.target_errors)} case(s) not run: the target was given "
