@@ -206,16 +206,19 @@ def test_fixtures_dir_with_a_fifo_does_not_hang(tmp_path: Path) -> None:
     _one_line(proc, "pipe.jsonl", "FIFO")
 
 
-@pytest.mark.parametrize("bad", ["dangling", "directory", "latin1"])
+@pytest.mark.parametrize("bad", ["dangling", "loop", "directory", "latin1"])
 def test_fixtures_dir_with_a_bad_entry(tmp_path: Path, bad: str) -> None:
-    """A dangling symlink, a directory named x.jsonl, non-UTF-8 bytes: one line naming it,
+    """A dangling symlink, a symlink loop, a directory named x.jsonl, non-UTF-8 bytes: one
+    line naming it,
     for ``fixtures verify`` and for a ``fixtures:DIR`` target alike."""
     directory = _fixture_set(tmp_path)
     entry = directory / "x.jsonl"
-    wanted = {"dangling": "a symlink to nothing", "directory": "is a directory",
+    wanted = {"dangling": "a symlink to nothing", "loop": "ELOOP", "directory": "is a directory",
               "latin1": "not UTF-8"}[bad]
     if bad == "dangling":
         entry.symlink_to("nowhere.jsonl")
+    elif bad == "loop":
+        entry.symlink_to("x.jsonl")
     elif bad == "directory":
         entry.mkdir()
     else:
@@ -271,6 +274,18 @@ def test_unknown_component_is_a_target_error(tmp_path: Path, name: str) -> None:
     _refused(tmp_path, *QUICK, "--target", "python:hostile.py:Target",
              wanted=(repr(name), "no such component", "known: ", "rss"),
              named=("__pycache__",))
+
+
+def test_unknown_component_in_an_exec_hello(tmp_path: Path) -> None:
+    """An exec target whose hello names "rsss": a target error naming it, exit 2."""
+    (tmp_path / "hello.py").write_text(
+        "import json, sys\n"
+        "print(json.dumps({'type': 'hello', 'protocol': 1, 'name': 'typo',\n"
+        "                  'capabilities': {'components': ['rsss'], 'reports': ['*']}}),\n"
+        "      flush=True)\n"
+        "sys.stdin.read()\n")
+    _refused(tmp_path, *QUICK, "--target", f"exec:{sys.executable} hello.py",
+             wanted=("'rsss'", "no such component", "known: "))
 
 
 def test_no_rule_checked_is_not_green(tmp_path: Path) -> None:
