@@ -159,11 +159,15 @@ class RuleCollector:
                     # Losing a failure silently is worse than no verdict: end the run.
                     self.output_error = str(error)
                     item.session.shouldstop = str(error)
+                    # Travels with the report, so xdist's controller learns it too.
+                    report.user_properties.append(("rx_output_error", str(error)))
                     break
                 report.sections.append(("rx-oracle", f"saved as fixture {path}"))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
+        if props.get("rx_output_error") and self.output_error is None:
+            self.output_error = str(props["rx_output_error"])
         rules = [r for r in str(props.get("rx_rules", "")).split(",") if r]
         if not (report.when == "call" or (report.when == "setup" and not report.passed)):
             return

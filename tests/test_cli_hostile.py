@@ -136,6 +136,25 @@ def test_a_failed_temp_file_write_leaves_no_tmp(tmp_path: Path) -> None:
     assert _files(tmp_path) == set()
 
 
+def test_a_failure_that_cannot_be_saved_ends_the_run(tmp_path: Path) -> None:
+    """--save-failures whose fixture write fails (fsync made to fail with ENOSPC): the
+    failure is not lost silently: one line, exit 2, no temp file in the directory.  The
+    wrong target is named by its file path (python:FILE.py:OBJECT)."""
+    code = ("import errno, os, sys\n"
+            "def fail(fd): raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))\n"
+            "os.fsync = fail\n"
+            "from conformance.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    wrong = Path(__file__).with_name("wrong_targets.py")
+    proc = subprocess.run([sys.executable, "-P", "-c", code, "conformance", "--driver", "rss",
+                           "--rules", "RSS-RETA-004", "--target",
+                           f"python:{wrong}:RssQueueFromHighBits", "--save-failures",
+                           "saved"], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env=_env())
+    _one_line(proc, "--save-failures saved", "ENOSPC")
+    assert _files(tmp_path) <= {"saved"}
+
+
 def test_save_failures_through_a_symlink_loop_is_refused(tmp_path: Path) -> None:
     """--save-failures naming a symlink loop: ELOOP in one line, before the run."""
     (tmp_path / "loop").symlink_to("loop")
