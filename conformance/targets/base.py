@@ -326,6 +326,8 @@ def _python_target(spec: str) -> Target:
     imported or the factory runs, means the target cannot run at all.
     """
     module_name, _, attr = spec.partition(":")
+    # The user's directory is theirs: no __pycache__ is left in it.
+    write_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
         obj: Any = getattr(_import(module_name), attr)
         if isinstance(obj, type) or (callable(obj) and not _is_target(obj)):
@@ -334,6 +336,8 @@ def _python_target(spec: str) -> Target:
         raise TargetUnavailable(
             f"cannot load python target {spec!r}: {_last_line(exc)}"
         ) from exc
+    finally:
+        sys.dont_write_bytecode = write_bytecode
     if not _is_target(obj):
         raise TargetUnavailable(
             f"python target {spec!r} does not implement the Target interface "
