@@ -5,8 +5,9 @@ An output option names a path the user owns; what is there decides how it is wri
 - a regular file, or a path that does not exist yet: written to a temporary file in the
   same directory, flushed to disk (``fsync``) and renamed over the path, so a reader
   never sees half a file and a failed write leaves the old one;
-- a character device or a FIFO (``/dev/stdout``, ``/dev/null``, a pipe): written
-  through, never replaced by a regular file;
+- a character device or a FIFO (``/dev/stdout``, ``/dev/null``, a pipe), and any path
+  under ``/dev`` or ``/proc`` (``/dev/stdout`` redirected to a file is that file, and
+  replacing it would cut the shell's redirection off): written through, never replaced;
 - a directory, a block device or a socket: refused before anything runs.
 
 Two options naming the same file (the same path, or the same inode through a link) are
@@ -21,6 +22,7 @@ import contextlib
 import errno
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -63,8 +65,8 @@ def check_file(option: str, path: Path | None) -> None:
                               "character device such as /dev/stdout")
         if not os.access(path, os.W_OK):
             raise OutputError(f"{option} {path}: EACCES (not writable)")
-        if not stat.S_ISREG(st.st_mode):
-            return  # written through
+        if _through(path, st):
+            return
     parent = _real(path).parent
     if not parent.is_dir():
         raise OutputError(f"{option} {path}: directory {parent} does not exist")
@@ -96,6 +98,12 @@ def _refused_kind(mode: int) -> str:
     return ""
 
 
+def _through(path: Path, st: os.stat_result) -> bool:
+    """Whether ``path`` is written through rather than replaced (the module docstring)."""
+    special = os.path.abspath(path).startswith(("/dev/", "/proc/"))
+    return special or not stat.S_ISREG(st.st_mode)
+
+
 def _real(path: Path) -> Path:
     """The path with its symlinks followed (as far as they lead), made absolute."""
     return Path(os.path.realpath(path))
@@ -116,7 +124,7 @@ def refuse_clashes(named: Iterable[tuple[str, Path | None]]) -> None:
             st: os.stat_result | None = os.stat(path)
         except OSError:
             st = None
-        if st is not None and (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+        if st is not None and _through(path, st):
             continue
         keys: list[object] = [str(_real(path))]
         if st is not None:
@@ -139,7 +147,7 @@ def write_bytes(option: str, path: Path, data: bytes) -> None:
     if st is not None and _refused_kind(st.st_mode):
         raise OutputError(f"{option} {path}: is {_refused_kind(st.st_mode)}")
     try:
-        if st is not None and not stat.S_ISREG(st.st_mode):
+        if st is not None and _through(path, st):
             _write_through(path, data)
         else:
             _replace(_real(path), data, st)
@@ -148,6 +156,8 @@ def write_bytes(option: str, path: Path, data: bytes) -> None:
 
 
 def _write_through(path: Path, data: bytes) -> None:
+    # The path may be this process's own stdout: what print() buffered goes first.
+    sys.stdout.flush()
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOCTTY)
     try:
         view = memoryview(data)

@@ -72,6 +72,21 @@ def test_report_to_dev_null_is_written_through(tmp_path: Path) -> None:
     assert _files(tmp_path) == set()
 
 
+def test_report_to_dev_stdout_redirected_to_a_file(tmp_path: Path) -> None:
+    """/dev/stdout redirected to a regular file is written through, after the table: the
+    file is not replaced by one holding the report alone."""
+    out = tmp_path / "out.txt"
+    with out.open("w") as fh:
+        proc = subprocess.run([sys.executable, "-P", "-m", "conformance.cli", *QUICK,
+                               "--report", "/dev/stdout"], stdout=fh, stderr=subprocess.PIPE,
+                              text=True, timeout=120, cwd=tmp_path, env=_env())
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    table, _, report = text.partition('{\n  "format"')
+    assert "rules:" in table and '"rx-oracle-report"' in report
+    assert _files(tmp_path) == {"out.txt"}
+
+
 def test_report_to_a_fifo_is_written_through(tmp_path: Path) -> None:
     """A FIFO is written through to its reader, and stays a FIFO."""
     fifo = tmp_path / "report.fifo"
