@@ -10,6 +10,7 @@ frame and what is wrong; a frame the capture cut short (snap length) is kept wit
 from __future__ import annotations
 
 import logging
+import struct
 from pathlib import Path
 
 import attrs
@@ -18,6 +19,11 @@ import attrs
 LINKTYPE_ETHERNET = 1
 #: Larger than any frame a modelled device receives (a 9 KiB jumbo frame plus tags).
 MAX_FRAME = 65535
+
+
+#: pcapng's Section Header Block type, and the byte-order magic inside it.
+PCAPNG_SHB = 0x0A0D0D0A
+PCAPNG_BOM = 0x1A2B3C4D
 
 
 class CaptureError(ValueError):
@@ -40,6 +46,7 @@ def read_capture(path: Path) -> Capture:
         raise CaptureError(f"{path}: no such file")
     if path.stat().st_size == 0:
         raise CaptureError(f"{path}: the file is empty, not a pcap or pcapng capture")
+    _check_pcapng_blocks(path)
     scapy_log = logging.getLogger("scapy.runtime")
     level = scapy_log.level
     scapy_log.setLevel(logging.ERROR)  # scapy warns on stderr about truncation: we say it
@@ -78,3 +85,29 @@ def read_capture(path: Path) -> Capture:
     if not frames:
         raise CaptureError(f"{path}: the capture holds no frames")
     return Capture(tuple(frames), tuple(notes))
+
+
+def _check_pcapng_blocks(path: Path) -> None:
+    """Every pcapng block's length fits in the file, before scapy reads a byte of it.
+
+    scapy allocates what a block header claims: a corrupt length of 4 GiB would be a
+    4 GiB read (or a MemoryError) instead of one line.  A pcap file passes unchanged."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        if fh.read(4) != PCAPNG_SHB.to_bytes(4, "little"):
+            return  # not pcapng (the type is a palindrome: either byte order)
+        order = "<"
+        offset = 0
+        while offset + 8 <= size:
+            fh.seek(offset)
+            head = fh.read(12)
+            kind = int.from_bytes(head[:4], "little")
+            if kind == PCAPNG_SHB and len(head) == 12:
+                order = "<" if head[8:12] == PCAPNG_BOM.to_bytes(4, "little") else ">"
+            (length,) = struct.unpack(order + "I", head[4:8])
+            if length < 12 or length % 4 or offset + length > size:
+                raise CaptureError(f"{path}: the pcapng block at byte {offset} claims "
+                                   f"{length} bytes; the file has {size - offset} from there "
+                                   "(a block is 12 or more bytes, a multiple of 4, inside "
+                                   "the file)")
+            offset += length

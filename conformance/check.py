@@ -34,7 +34,13 @@ import pytest
 from conformance.components import Component
 from conformance.observe import Comparison, compare
 from conformance.scenario import Scenario, to_jsonable
-from conformance.targets.base import InputNotApplicable, NotApplicable, Target, TargetError
+from conformance.targets.base import (
+    InputNotApplicable,
+    NotApplicable,
+    Target,
+    TargetError,
+    declared,
+)
 from conformance.targets.reference import ReferenceTarget
 from conformance.validate import observables_problem
 
@@ -120,7 +126,7 @@ class TargetSession:
         #: else the kernel the target reports, else the default.  Raises
         #: :class:`~reference.kernel.UnsupportedKernel` (KVER-002) for one the model
         #: does not describe.
-        self.kernel = session_kernel(kernel, target.capabilities.kernel)
+        self.kernel = session_kernel(kernel, declared(target, spec).kernel)
         #: Whether a target that never answers is given up as broken.  ``fixtures verify``
         #: replays a finite set chosen to fail, so there every fault stays a verdict.
         self.give_up = give_up

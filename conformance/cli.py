@@ -7,8 +7,10 @@ against a target and prints one verdict per SPEC rule.  Exit codes:
 - 1: some rule failed: the target disagreed with the reference, or misbehaved on an
   input (a *target fault*: it raised, crashed, hung, or answered garbage on that input);
 - 2: no verdict: a usage error (one line on stderr naming the option, the value and what
-  is wrong), a target that cannot run at all (cannot be loaded or started, or failed on
-  every input it was given), or an interrupted run.
+  is wrong), an output that cannot be written, a target that cannot run at all (cannot
+  be loaded or started, names a component that does not exist, or failed on every input
+  it was given), a run in which no rule could be checked, or an interrupted run (SIGINT
+  or SIGTERM).
 """
 
 from __future__ import annotations
@@ -16,7 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import signal
 import sys
+import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +42,12 @@ from conformance.usage import (
 from reference import __version__
 
 EXIT_OK, EXIT_NONCONFORMANT, EXIT_ERROR = 0, 1, 2
+#: The line a run in which every rule was not applicable ends with (exit status 2); the
+#: mutation runner (:mod:`conformance.mutation.runner`) looks for it.
+NO_RULE_CHECKED = "no rule was checked"
+#: The largest ``@FILE`` read for a JSON option: far above any real config or scenario,
+#: and a bound on what ``@/dev/zero`` costs.
+MAX_JSON_FILE = 16 * 1024 * 1024
 PROPERTIES_DIR = Path(__file__).resolve().parent / "properties"
 
 
@@ -131,40 +143,72 @@ def _components() -> list[str]:
     return sorted(p.stem.removeprefix("test_") for p in PROPERTIES_DIR.glob("test_*.py"))
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, taken down the same path as Ctrl-C so that live targets are torn down.
+
+    pytest turns any KeyboardInterrupt into an interrupted run; ``_signalled`` keeps
+    which signal it was for the last line."""
+
+
+_signalled: list[str] = []
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    _signalled.append("SIGTERM")
+    raise Terminated()
+
+
+def interrupted_line() -> str:
+    """The last line of a run that a signal ended."""
+    return "rx-oracle: terminated (SIGTERM)" if _signalled else "rx-oracle: interrupted"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    _signalled.clear()
+    # ``serve`` is a target's process: whoever started it decides how it ends.  Only the
+    # main thread may set a handler (a caller may run main() in another).
+    handle = args.command != "serve" and threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if handle else None
     try:
-        if args.command == "conformance":
-            return conformance(args)
-        if args.command == "replay":
-            return replay(args)
-        if args.command == "explain":
-            return explain(args)
-        if args.command == "serve":
-            return serve_cli.main(args)
-        if args.command == "mutate":
-            return mutate_cli.main(args)
-        if args.command == "spec":
-            return spec_cmd.main(args)
-        if args.command == "kernels":
-            from conformance.live import guest_kernel
-
-            return guest_kernel.main(args)
-        if args.command == "fixtures":
-            from conformance.fixtures import cli as fixtures_cli
-
-            return fixtures_cli.main(args)
+        return _dispatch(args)
     except UsageError as exc:
         print(f"rx-oracle: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("rx-oracle: interrupted", file=sys.stderr)
+        print(interrupted_line(), file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:
         # The reader went away (``| head``): not an error of ours, and no traceback.
         # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    finally:
+        if handle:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "conformance":
+        return conformance(args)
+    if args.command == "replay":
+        return replay(args)
+    if args.command == "explain":
+        return explain(args)
+    if args.command == "serve":
+        return serve_cli.main(args)
+    if args.command == "mutate":
+        return mutate_cli.main(args)
+    if args.command == "spec":
+        return spec_cmd.main(args)
+    if args.command == "kernels":
+        from conformance.live import guest_kernel
+
+        return guest_kernel.main(args)
+    if args.command == "fixtures":
+        from conformance.fixtures import cli as fixtures_cli
+
+        return fixtures_cli.main(args)
     return EXIT_ERROR  # pragma: no cover - argparse enforces the sub-command
 
 
@@ -214,8 +258,22 @@ def run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str] =
     ]
     for glob in args.rules:
         pytest_args += ["--rx-rules", glob]
+    # pytest writes its XML into a private directory; the user's path gets it through
+    # :mod:`conformance.outputs` (a device is written through, a write error is one line).
+    scratch = Path(tempfile.mkdtemp(prefix="rx-oracle-"))
+    try:
+        return _run_suite(args, paths, extra, pytest_args, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str],
+               pytest_args: list[str], scratch: Path) -> int:
+    from conformance import outputs
+
+    junit = scratch / "junit.xml"
     if args.junitxml:
-        pytest_args += ["--junitxml", str(args.junitxml)]
+        pytest_args += ["--junitxml", str(junit)]
     if args.save_failures:
         pytest_args += ["--rx-save-failures", str(args.save_failures)]
     if args.numprocesses:
@@ -235,11 +293,16 @@ def run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str] =
         plugins.append(_Progress())
     code = pytest.main(pytest_args, plugins=plugins)
     verdicts = capture.verdicts
+    if args.junitxml and junit.exists():  # whatever the verdict, as pytest would have
+        outputs.write_bytes("--junitxml", args.junitxml, junit.read_bytes())
+    if capture.output_error:
+        print(f"rx-oracle: {capture.output_error}", file=sys.stderr)
+        return EXIT_ERROR
     if capture.unavailable:
         print(f"rx-oracle: target error: {capture.unavailable}", file=sys.stderr)
         return EXIT_ERROR
     if code == pytest.ExitCode.INTERRUPTED:
-        print("rx-oracle: interrupted", file=sys.stderr)
+        print(interrupted_line(), file=sys.stderr)
         return EXIT_ERROR
     if code in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR):
         print(f"rx-oracle: the suite could not run (pytest exit {int(code)})", file=sys.stderr)
@@ -270,6 +333,11 @@ def run_suite(args: argparse.Namespace, paths: list[str], extra: Sequence[str] =
         # A failure outside any rule (an error in the suite itself) is not a verdict.
         print("rx-oracle: the suite itself failed outside any rule", file=sys.stderr)
         return EXIT_ERROR
+    if not any(v.verdict in (plugin.PASS, plugin.FAIL) for v in verdicts.values()):
+        # Every rule not applicable: a green run here would check nothing at all.
+        print(f"rx-oracle: {NO_RULE_CHECKED}: {args.target} implements none of what the "
+              f"{len(verdicts)} selected rule(s) need", file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_NONCONFORMANT if failed else EXIT_OK
 
 
@@ -281,10 +349,12 @@ class _Capture:
     faulted: list[str]
     answered: int
     unavailable: str | None
+    output_error: str | None
     kernel: str | None
     notes: list[str]
 
     def __init__(self) -> None:
+        self.output_error = None
         self.kernel = None
         self.notes = []
         self.verdicts = {}
@@ -301,6 +371,7 @@ class _Capture:
         self.faulted = list(rules.faulted)
         self.answered = rules.answered
         self.unavailable = rules.unavailable
+        self.output_error = rules.output_error
         self.kernel = rules.kernel
         self.notes = list(rules.notes)
 
@@ -390,23 +461,41 @@ def _write_report(
             for _, v in sorted(verdicts.items())
         ],
     }
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(report, indent=2) + "\n")
-    tmp.replace(path)  # never a half-written report
+    from conformance import outputs
+
+    outputs.write_text("--report", path, json.dumps(report, indent=2) + "\n")
 
 
 def _json_arg(option: str, text: str) -> Any:
     """JSON text, or ``@FILE`` holding it; a mistake is a :class:`UsageError`."""
     source = text
     if text.startswith("@"):
-        try:
-            source = Path(text[1:]).read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{option} {text}: cannot read the file: {exc}") from None
+        source = _read_json_file(option, text)
     try:
         return json.loads(source)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{option}: not JSON: {exc}") from None
+
+
+def _read_json_file(option: str, text: str) -> str:
+    """The text of ``@FILE``, at most :data:`MAX_JSON_FILE` bytes of UTF-8.
+
+    A pipe or ``/dev/stdin`` is read too (it ends); one that never ends, such as
+    ``/dev/zero``, is refused at the bound instead of filling memory."""
+    from conformance.outputs import describe
+
+    try:
+        with open(text[1:], "rb") as fh:
+            data = fh.read(MAX_JSON_FILE + 1)
+    except OSError as exc:
+        raise UsageError(f"{option} {text}: cannot read the file: {describe(exc)}") from None
+    if len(data) > MAX_JSON_FILE:
+        raise UsageError(f"{option} {text}: larger than {MAX_JSON_FILE // (1024 * 1024)} MiB; "
+                         "a config or scenario is far smaller")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{option} {text}: not UTF-8 text (byte {exc.start})") from None
 
 
 def explain(args: argparse.Namespace) -> int:
@@ -528,8 +617,9 @@ def replay(args: argparse.Namespace) -> int:
     from conformance.components import registry
     from conformance.observe import compare
     from conformance.scenario import Scenario, ScenarioError, to_jsonable
-    from conformance.targets.base import NotApplicable, TargetError, load_target
+    from conformance.targets.base import NotApplicable, TargetError, declared, load_target
     from conformance.validate import InputError, validate_scenario
+    from reference.errors import OracleError
     from reference.kernel import UnsupportedKernel, parse_kernel
 
     check_timeout(args.timeout)
@@ -543,6 +633,7 @@ def replay(args: argparse.Namespace) -> int:
     check_target(args.target, args.timeout)
     try:
         target = load_target(args.target, timeout=args.timeout)
+        declared(target, args.target)
     except TargetError as exc:
         raise UsageError(f"target error: {exc}") from None
     try:
@@ -555,12 +646,20 @@ def replay(args: argparse.Namespace) -> int:
         except UnsupportedKernel as exc:
             raise UsageError(f"target error: {exc}") from None
         print(f"kernel: {scenario.kernel}")
-        if expected is None:
-            try:
-                expected = component.expected(scenario)
-            except NotApplicable as exc:
+        # A recorded answer is compared as it is, but the reference must accept the
+        # scenario either way: one it refuses is the user's mistake, not the target's.
+        try:
+            predicted = component.expected(scenario)
+        except NotApplicable as exc:
+            if expected is None:
                 print(f"not applicable: {exc}")
                 return EXIT_OK
+            predicted = expected
+        except OracleError as exc:
+            raise UsageError(f"bad scenario: the reference refuses it: "
+                             f"{str(exc).splitlines()[0]}") from None
+        if expected is None:
+            expected = predicted
         if scenario.component not in target.capabilities.components:
             print(f"not applicable: {args.target} does not implement {scenario.component!r}")
             return EXIT_OK

@@ -220,7 +220,8 @@ def run(args: argparse.Namespace, targets: list[str]) -> int:
         columns = [run_column(args, target, Path(tmp)) for target in targets]
     print_table(columns, args)
     if args.report:
-        tmp_report = args.report.with_name(args.report.name + ".tmp")
-        tmp_report.write_text(json.dumps(matrix_report(columns, args), indent=2) + "\n")
-        tmp_report.replace(args.report)
+        from conformance import outputs
+
+        outputs.write_text("--report", args.report,
+                           json.dumps(matrix_report(columns, args), indent=2) + "\n")
     return matrix_exit(columns)

@@ -82,6 +82,8 @@ class RuleCollector:
     faulted: list[str] = attrs.field(factory=list)
     #: Set when the target could not be loaded at all (the run stops, exit 2).
     unavailable: str | None = None
+    #: Set when a ``--save-failures`` fixture could not be written (the run ends, exit 2).
+    output_error: str | None = None
     #: KVER-001: the kernel version the reference predicted for (set by ``rx_target``).
     kernel: str | None = None
     #: What the target said about itself (a live kernel's refused helpers) and how many
@@ -146,14 +148,26 @@ class RuleCollector:
             f"{'TargetFault' if isinstance(f, TargetFault) else 'RuleMismatch'}: {t}"
             for f, t in zip(found, texts, strict=True))
         directory = item.config.getoption("--rx-save-failures")
-        if directory and report.when == "call":
+        if directory and report.when == "call" and self.output_error is None:
+            from conformance.outputs import OutputError
+
             for failure in found:
-                path = save_failure(Path(directory), failure, item.nodeid,
-                                    failure.rules or credited_rules(item))
+                try:
+                    path = save_failure(Path(directory), failure, item.nodeid,
+                                        failure.rules or credited_rules(item))
+                except OutputError as error:
+                    # Losing a failure silently is worse than no verdict: end the run.
+                    self.output_error = str(error)
+                    item.session.shouldstop = str(error)
+                    # Travels with the report, so xdist's controller learns it too.
+                    report.user_properties.append(("rx_output_error", str(error)))
+                    break
                 report.sections.append(("rx-oracle", f"saved as fixture {path}"))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
+        if props.get("rx_output_error") and self.output_error is None:
+            self.output_error = str(props["rx_output_error"])
         rules = [r for r in str(props.get("rx_rules", "")).split(",") if r]
         if not (report.when == "call" or (report.when == "setup" and not report.passed)):
             return
@@ -340,9 +354,14 @@ def save_failure(
     ``rules`` are the rules the fixture checks (those that failed; for a target fault,
     every rule of the property).
     """
+    from conformance import outputs
     from reference import __version__
 
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise outputs.OutputError(f"--save-failures {directory}: cannot make the "
+                                  f"directory: {outputs.describe(exc)}") from None
     key = scenario_key(failure.scenario)
     rules = list(rules) or list(failure.rules)
     rule = rules[0] if rules else "unattributed"
@@ -361,9 +380,7 @@ def save_failure(
     }
     if failure.mask:  # a property that compared less (a published vector) replays the same
         record["mask"] = list(failure.mask)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(dump_line(record))
-    tmp.replace(path)  # never a half-written fixture
+    outputs.write_text("--save-failures", path, dump_line(record))
     return path
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import math
-import os
 from pathlib import Path
 
 
@@ -24,38 +23,30 @@ class TargetUnavailableError(UsageError):
     """The target cannot run at all: one line, exit status 2, no rule verdicts."""
 
 
+#: The longest per-request timeout accepted: a day (a larger one overflows the clocks
+#: the targets wait on, and no single request is meant to take that long).
+MAX_TIMEOUT = 86400.0
+
+
 def check_timeout(value: float) -> None:
-    if not (math.isfinite(value) and value > 0):
-        raise UsageError(f"--timeout {value!r}: must be a number of seconds > 0")
+    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT):
+        raise UsageError(f"--timeout {value!r}: must be a number of seconds in "
+                         f"(0, {MAX_TIMEOUT:g}]")
 
 
 def check_output_file(option: str, path: Path | None) -> None:
-    """A file the run will write: its directory must exist and it must not be a directory.
+    """A file the run will write (see :mod:`conformance.outputs`)."""
+    from conformance import outputs
 
-    An existing file is replaced when the run ends (atomically, never half-written).
-    """
-    if path is None:
-        return
-    if path.is_dir():
-        raise UsageError(f"{option} {path}: is a directory, not a file")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError(f"{option} {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists()
-                                                    and not os.access(path, os.W_OK)):
-        raise UsageError(f"{option} {path}: not writable")
+    outputs.check_file(option, path)
 
 
 def check_output_dir(option: str, path: Path | None) -> None:
     """A directory the run will fill: it may not exist yet, but its parent must, and it
     must not be an existing file."""
-    if path is None:
-        return
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"{option} {path}: exists and is not a directory")
-    parent = path.resolve().parent
-    if not parent.is_dir():
-        raise UsageError(f"{option} {path}: directory {parent} does not exist")
+    from conformance import outputs
+
+    outputs.check_dir(option, path)
 
 
 def check_kernel(value: str | None) -> None:
@@ -100,6 +91,7 @@ def check_target(spec: str, timeout: float) -> None:
     from conformance.targets.base import (
         TargetError,
         TargetSpecError,
+        declared,
         load_target,
         parse_target_spec,
     )
@@ -123,7 +115,11 @@ def check_target(spec: str, timeout: float) -> None:
             raise TargetUnavailableError(f"target error: {spec}: {reason}")
         return
     try:
-        load_target(spec, timeout=timeout).close()
+        target = load_target(spec, timeout=timeout)
+        try:
+            declared(target, spec)
+        finally:
+            target.close()
     except TargetError as exc:
         raise TargetUnavailableError(f"target error: {exc}") from None
 
@@ -135,9 +131,13 @@ def check_suite_options(args: argparse.Namespace, *, probe_target: bool = True) 
     check_timeout(args.timeout)
     check_kernel(args.kernel)
     check_numprocesses(args.numprocesses)
+    from conformance import outputs
+
     check_output_file("--report", args.report)
     check_output_file("--junitxml", args.junitxml)
     check_output_dir("--save-failures", args.save_failures)
+    outputs.refuse_clashes([("--report", args.report), ("--junitxml", args.junitxml),
+                            ("--save-failures", args.save_failures)])
     if args.database is not None and args.database.exists() and not args.database.is_dir():
         raise UsageError(f"--database {args.database}: exists and is not a directory")
     if probe_target:

@@ -68,7 +68,8 @@ UNKNOWN_RULE = "NOPE-" + "001"
 
 # (argv, exit status, what the one stderr line must contain); {tmp} and {pcap:NAME} expand.
 CASES = [
-    (["conformance", "--timeout", "-1"], 2, "--timeout -1.0: must be a number of seconds > 0"),
+    (["conformance", "--timeout", "-1"], 2,
+     "--timeout -1.0: must be a number of seconds in (0, 86400]"),
     (["conformance", "--target", 'exec:"x'], 2, "the command does not parse"),
     (["conformance", "--target", "bogus"], 2, "--target 'bogus' is not a target"),
     (["conformance", "--target", "python:nosuch:X"], 2, "No module named 'nosuch'"),

@@ -207,6 +207,9 @@ def test_outcomes_follow_the_suite_exit_status() -> None:
     hang = "rx-oracle: 1 case(s) ended in a target error; first: ... no answer within 5s"
     assert runner.classify(m, ("rss",), 2, hang, (), 1.0).outcome == runner.TIMED_OUT
     assert runner.classify(m, ("rss",), None, "", (), 1.0).outcome == runner.TIMED_OUT
+    # every rule not applicable: exit 2, but nothing was checked, so nothing killed it
+    unchecked = f"rx-oracle: {cli.NO_RULE_CHECKED}: exec:... implements none of what ..."
+    assert runner.classify(m, ("rss",), 2, unchecked, (), 1.0).outcome == runner.SURVIVED
     # three distinct mutants (a summary counts each id once)
     table = report.summary([killed, attrs.evolve(elsewhere, mutant=attrs.evolve(m, col=m.col + 1)),
                             attrs.evolve(crash, mutant=attrs.evolve(m, col=m.col + 2))])

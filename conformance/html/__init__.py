@@ -71,7 +71,6 @@ def render(scenario: Scenario, narration: str) -> str:
 
 def write(path: Path, scenario: Scenario, narration: str) -> None:
     """Write the page atomically: a reader never opens half a file."""
-    text = render(scenario, narration)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    from conformance import outputs
+
+    outputs.write_text("--html", path, render(scenario, narration))

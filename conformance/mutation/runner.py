@@ -20,7 +20,8 @@ Outcomes, from the suite's exit status (see ``conformance/cli.py``):
 - ``killed by crash``: the target raised, died, or could not start (exit 2);
 - ``timed out``: the mutant exceeded its wall-clock limit, or a request hit the
   per-request timeout (an endless loop, as the exec target reports it);
-- ``survived``: every selected rule passed (exit 0).
+- ``survived``: every selected rule passed (exit 0), or none could be checked (exit 2
+  with "no rule was checked").
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ OUTCOMES = (KILLED, CRASHED, TIMED_OUT, SURVIVED)
 
 #: What the exec target says when a request outlives ``--timeout`` (targets/exec.py).
 _HANG = "no answer within"
+#: What ``rx-oracle conformance`` says (exit 2) when every selected rule was not
+#: applicable (``conformance.cli.NO_RULE_CHECKED``; not imported, to keep the runner
+#: free of the suite).  Nothing was checked, so nothing killed the mutant: it survived,
+#: as it did when such a run ended with exit 0.
+_NO_RULE_CHECKED = "no rule was checked"
 
 
 @attrs.frozen
@@ -231,7 +237,7 @@ def classify(
     detail = _last_message(stderr)
     if code is None or (code == 2 and _HANG in stderr):
         outcome = TIMED_OUT
-    elif code == 0:
+    elif code == 0 or (code == 2 and _NO_RULE_CHECKED in stderr):
         outcome = SURVIVED
     elif code == 1:
         outcome = KILLED

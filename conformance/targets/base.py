@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import inspect
+import os
 import re
 import shlex
+import sys
 from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import attrs
 
@@ -253,6 +257,88 @@ def load_target(spec: str, *, timeout: float = 10.0) -> Target:
     return FixturesTarget(parsed.argument)
 
 
+def declared(target: Target, spec: str) -> Capabilities:
+    """The target's capabilities, checked before anything is asked of it.
+
+    A target that cannot say what it implements (its ``capabilities`` raises, or is not
+    a :class:`Capabilities`), or names a component this rx-oracle does not have
+    (``"rsss"``, ``"RSS"``), cannot run at all: every rule of the component it meant
+    would otherwise be quietly *not applicable*.  Raises :class:`TargetUnavailable`.
+    """
+    from conformance.components import registry
+
+    try:
+        caps: Any = target.capabilities
+    except Exception as exc:
+        raise TargetUnavailable(f"{spec}: its capabilities raised {_last_line(exc)}") from None
+    if not isinstance(caps, Capabilities):
+        raise TargetUnavailable(
+            f"{spec}: capabilities is a {type(caps).__name__}, not a "
+            "conformance.targets.base.Capabilities")
+    names = caps.components
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise TargetUnavailable(f"{spec}: capabilities.components {names!r} is not a set "
+                                "of component names")
+    known = sorted(registry())
+    unknown = sorted(set(names) - set(known)) + sorted(set(caps.sides) - set(known))
+    if unknown:
+        raise TargetUnavailable(
+            f"{spec}: capabilities name no such component {', '.join(map(repr, unknown))}; "
+            f"known: {', '.join(known)}")
+    return caps
+
+
+def _last_line(exc: BaseException) -> str:
+    """``KeyError: 'x'``: the exception as the last line of its traceback would say it."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[-1]}" if lines else type(exc).__name__
+
+
+def _import(module_name: str) -> Any:
+    """MODULE the way pytest finds a test module: a path (anything with ``/`` or ending
+    ``.py``) is loaded from that file, a name is looked up with the current directory
+    first on ``sys.path`` (the ``rx-oracle`` script's own directory is there instead)."""
+    if "/" in module_name or module_name.endswith(".py"):
+        path = os.path.abspath(module_name)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no such file {module_name}")
+        name = os.path.splitext(os.path.basename(path))[0]
+        found = importlib.util.spec_from_file_location(name, path)
+        if found is None or found.loader is None:
+            raise ImportError(f"{module_name} is not a Python module")
+        module = importlib.util.module_from_spec(found)
+        # Its own directory first, so the file imports its neighbours as pytest lets it.
+        _first_on_path(os.path.dirname(path))
+        sys.modules[name] = module
+        try:
+            found.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        return module
+    _first_on_path(os.getcwd())
+    return importlib.import_module(module_name)
+
+
+def _first_on_path(directory: str) -> None:
+    if directory not in sys.path and not (directory == os.getcwd() and "" in sys.path):
+        sys.path.insert(0, directory)
+
+
+def _is_target(obj: object) -> bool:
+    """``isinstance(obj, Target)`` without running ``obj``'s properties: a
+    ``capabilities`` that raises is :func:`declared`'s to report, in one line."""
+    return all(_has_static(obj, name) for name in ("name", "capabilities", "run", "close"))
+
+
+def _has_static(obj: object, name: str) -> bool:
+    try:
+        inspect.getattr_static(obj, name)
+    except AttributeError:
+        return False
+    return True
+
+
 def _python_target(spec: str) -> Target:
     """Import MODULE and take OBJECT (a target, a class or a factory).
 
@@ -260,17 +346,21 @@ def _python_target(spec: str) -> Target:
     imported or the factory runs, means the target cannot run at all.
     """
     module_name, _, attr = spec.partition(":")
+    # The user's directory is theirs: no __pycache__ is left in it.
+    write_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
-        obj: Any = getattr(importlib.import_module(module_name), attr)
-        if isinstance(obj, type) or (callable(obj) and not isinstance(obj, Target)):
+        obj: Any = getattr(_import(module_name), attr)
+        if isinstance(obj, type) or (callable(obj) and not _is_target(obj)):
             obj = obj()
     except Exception as exc:
         raise TargetUnavailable(
-            f"cannot load python target {spec!r}: {type(exc).__name__}: {exc}"
+            f"cannot load python target {spec!r}: {_last_line(exc)}"
         ) from exc
-    if not isinstance(obj, Target):
+    finally:
+        sys.dont_write_bytecode = write_bytecode
+    if not _is_target(obj):
         raise TargetUnavailable(
             f"python target {spec!r} does not implement the Target interface "
             "(name, capabilities, run, close)"
         )
-    return obj
+    return cast(Target, obj)

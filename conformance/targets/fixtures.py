@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conformance.fixtures.record import FixtureError, load_line, scenario_key
+from conformance.fixtures.record import FixtureError, fixture_texts, load_line, scenario_key
 from conformance.scenario import Scenario
 from conformance.targets.base import SIDES, Capabilities, NotApplicable, TargetUnavailable
 
@@ -25,11 +25,14 @@ class FixturesTarget:
         self.recorded: dict[str, dict[str, Any]] = {}
         self.scenarios: list[Scenario] = []
         self.components: set[str] = set()
-        for path in sorted(self.directory.rglob("*.jsonl")):
-            for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        texts, problems = fixture_texts(self.directory)
+        if problems:
+            raise TargetUnavailable(f"{self.name}: {problems[0]}")
+        for rel, text in texts:
+            for lineno, line in enumerate(text.splitlines(), 1):
                 if not line.strip():
                     continue
-                where = f"{path.relative_to(self.directory)}:{lineno}"
+                where = f"{rel}:{lineno}"
                 scenario, observables = load_fixture_line(line, where)
                 self.recorded[scenario_key(scenario)] = observables
                 self.scenarios.append(scenario)
