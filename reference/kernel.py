@@ -170,10 +170,12 @@ GATES: Mapping[str, Gate] = {g.rule: g for g in (
          "no XDP_FLAGS_FRAGS_UNREADABLE flag",
          "XDP_FLAGS_FRAGS_UNREADABLE (BIT(2)) set for a net_iov frag",
          Since(mainline=(6, 18))),
+    # 6.18.y seen live: 6.18.15 before, 6.18.44 after.  The first 6.18 release with the
+    # backport lies in 6.18.16 .. 6.18.44 and is not pinned (Debian packages none of them).
     Gate("KFUNC-ATTACH-004", "ad27ed7d2309",
          "program checks run in dev_xdp_attach, before the ndo_bpf check",
          "program checks run in dev_xdp_install, after the ndo_bpf -EOPNOTSUPP",
-         Since(mainline=(7, 3), stable=((6, 12, 113),))),
+         Since(mainline=(7, 3), stable=((6, 12, 113), (6, 18, 44)))),
     Gate("KFUNC-MAP-004", "48e11bad9a1f",
          "a refused CPUMAP entry program reads -ENOMEM",
          "a refused CPUMAP entry program reads its real errno (-EINVAL)",

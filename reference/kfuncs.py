@@ -542,7 +542,7 @@ class BpfDevices:
     #: it is offloaded.  False is v6.17-rc3 as read; True is the behaviour of every
     #: version the model describes (:func:`for_kernel`).
     dev_match_requires_offload: bool = False
-    #: KFUNC-ATTACH-004: later trees (6.12.117, 7.3.4) check the new program inside
+    #: KFUNC-ATTACH-004: later trees (6.12.117, 7.3.4, live 6.18.44) check the new program inside
     #: dev_xdp_install(), after the ndo_bpf check and only when the program changes.
     #: False is v6.17 as read (the checks run in dev_xdp_attach()).  The kfunc component
     #: sets it from the version gate KFUNC-ATTACH-004 (:func:`for_kernel`).

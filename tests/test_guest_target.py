@@ -260,3 +260,31 @@ def test_cpumap_program_check_gate_in_guest(version: str, tmp_path: Path) -> Non
         vm.kill(proc, remove=True)
     assert "1 passed" in out, out[-3000:] + err[-3000:]
     assert vm.running(vm.run_dir()) == []
+
+
+@pytest.mark.rule("KFUNC-ATTACH-004", "KFUNC-ATTACH-005")
+@pytest.mark.parametrize("version", ["6.18.15", "7.3.4"])
+def test_xdp_attach_order_gate_in_guest(version: str) -> None:
+    """The gate of ad27ed7d2309 on each side: tests/test_live_attach.py, run by pytest
+    inside a guest, attaches refused programs natively to the guest namespace's lo (no
+    ndo_bpf) and compares each errno with the model's for the guest's ``uname -r``
+    (-EINVAL from the program check in dev_xdp_attach before, -EOPNOTSUPP from the
+    ndo_bpf check after, as 6.12.118 and 7.3.4 read)."""
+    from conformance.live.probe import cache_dir
+
+    _kernel_or_skip(version)
+    kernel, _ = guest_kernel.kernel(version)
+    accel, _ = vm.accelerator()
+    cache = cache_dir() / "guest"
+    cache.mkdir(parents=True, exist_ok=True)
+    pytest_line = " ".join([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            "--rootdir", str(ROOT), "-o", "addopts=",
+                            str(ROOT / "tests" / "test_live_attach.py")])
+    proc = vm.spawn(vm.vng_argv(kernel.vmlinuz, vm.guest_shell(cache) + "exec " + pytest_line,
+                                cache, accel))
+    try:
+        out, err = proc.communicate(timeout=900)
+    finally:
+        vm.kill(proc, remove=True)
+    assert "4 passed" in out, out[-3000:] + err[-3000:]
+    assert vm.running(vm.run_dir()) == []

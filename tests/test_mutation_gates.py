@@ -34,41 +34,43 @@ def test_a_moved_backport_is_judged_where_it_moved() -> None:
 
 
 def test_other_modules_are_judged_at_every_tree_newest_first_unless_told_not_to() -> None:
-    """Every supported tree, newest first, then 6.12.0: the first 6.12 release answers
-    PP-INIT-002's gate otherwise than 6.12.117 (6.18.0 and 7.3.0 answer every gate as
-    their trees do)."""
+    """Every supported tree, newest first, then 6.18.0 and 6.12.0: the first 6.18 release
+    answers KFUNC-ATTACH-004's gate otherwise than 6.18.44, the first 6.12 release
+    PP-INIT-002's otherwise than 6.12.117 (7.3.0 answers every gate as its tree does)."""
     m = Mutant(path="reference/rss.py", line=1, col=0, end_line=1, end_col=1,
                operator="int", original="1", replacement="(2)")
-    assert gates.kernels_for(m, ROOT) == ("7.3.4", "6.18.44", "6.12.117", "6.12.0")
+    assert gates.kernels_for(m, ROOT) == ("7.3.4", "6.18.44", "6.12.117", "6.18.0", "6.12.0")
     assert gates.kernels_for(m, ROOT, default_only=True) == ()
 
 
 def test_a_refusal_only_older_trees_make_is_killed_at_an_older_tree() -> None:
     """KFUNC-ATTACH-004: 6.17 and older check a new program in dev_xdp_attach(), before
-    the ndo_bpf check; 6.18.44 takes that arm (reference/kernel.py), 7.3.4 does not. The
-    mutant dropping the early check therefore passes at the default kernel, and the
-    runner goes on to 6.18.44, where the suite fails it."""
+    the ndo_bpf check; 6.12.112 (before the 6.12.113 backport) takes that arm
+    (reference/kernel.py), 7.3.4 does not. The mutant dropping the early check therefore
+    passes at the default kernel and fails at 6.12.112.  No supported tree takes the arm
+    since 6.18.44 was seen live with the later order."""
     m = next(m for m in sampling.candidates(ROOT, ["reference/kfuncs.py"])
              if m.operator == "stmt" and m.function == "BpfDevices.dev_xdp_attach"
              and m.code == "refusal = self._new_prog_refusal(dev, prog, mode)"
              and m.description.startswith("if body"))
-    result = runner.run_mutant(m, ("kfunc",), root=ROOT, kernels=("7.3.4", "6.18.44"))
+    result = runner.run_mutant(m, ("kfunc",), root=ROOT, kernels=("7.3.4", "6.12.112"))
     assert result.outcome == runner.KILLED
-    assert result.kernels == ("7.3.4", "6.18.44")  # the default run let it through
+    assert result.kernels == ("7.3.4", "6.12.112")  # the default run let it through
     assert "KFUNC-ATTACH-004" in result.failed_rules
 
 
 def test_a_parser_that_reads_full_versions_as_the_tree_is_judged_where_that_differs() -> None:
     """KVER-001: a full version means that release, a bare series the tree read. The
     mutant that flips the test for "no sublevel given" reads 6.12.0 as 6.12.117, which
-    answers PP-INIT-002's gate otherwise, so it is judged at 6.12 releases other than the
-    tree (before, it was judged at the three trees only, where it cannot show)."""
+    answers PP-INIT-002's gate otherwise (and 6.18.0 as 6.18.44, which answers
+    KFUNC-ATTACH-004's otherwise), so it is judged at releases other than the trees
+    (before, it was judged at the three trees only, where it cannot show)."""
     m = next(m for m in sampling.candidates(ROOT, [gates.GATED])
              if m.function == "parse_kernel" and m.operator == "cmp"
              and m.original == "match.group(3) is None")
     versions = gates.kernels_for(m, ROOT)
-    assert versions and all(v.startswith("6.12.") and v != "6.12.117" for v in versions)
-    assert "6.12.0" in versions
+    assert versions and not set(versions) & {"6.12.117", "6.18.44", "7.3.4"}
+    assert "6.12.0" in versions and "6.18.0" in versions
 
 
 def test_an_entry_changed_everywhere_is_judged_in_each_series() -> None:
