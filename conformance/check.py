@@ -152,6 +152,12 @@ class TargetSession:
         self._rejected = 0
         self._answered_in_property = 0
 
+    @property
+    def answers_in_property(self) -> int:
+        """Inputs the target answered since :meth:`begin_property` (the plugin adds them
+        up: a target that answered any input is judged, not given up as unable to run)."""
+        return self._answered_in_property
+
     def run(
         self, scenario: Scenario, expected: dict[str, Any], mask: tuple[str, ...] = ()
     ) -> dict[str, Any]:
