@@ -17,7 +17,8 @@ pytest way, and the plugin turns it into per-rule verdicts:
 
 A target that fails on every input it is given is not judged at all: after
 :data:`MAX_FAULTS_WITHOUT_SUCCESS` faults and no answer, the rest of the run is skipped
-as a *target error* and ``rx-oracle`` exits 2 (see :class:`TargetSession`).
+as a *target error* (its rules *not checked*) and ``rx-oracle`` exits 2 (see
+:class:`TargetSession`).
 """
 
 from __future__ import annotations
