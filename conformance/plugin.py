@@ -36,7 +36,6 @@ from reference.errors import OracleError
 #: (or the reference, at this kernel) can run, and it is not applicable.
 FAIL, PASS = "fail", "pass"
 NOT_CHECKED, NOT_APPLICABLE = "not checked", "not applicable"
-VERDICTS = (FAIL, PASS, NOT_CHECKED, NOT_APPLICABLE)
 #: How the table shows each verdict (rich markup styles).
 STYLE = {FAIL: "bold red", PASS: "green", NOT_CHECKED: "yellow", NOT_APPLICABLE: "dim"}
 
