@@ -223,12 +223,15 @@ def test_the_other_rules_of_a_failing_test_are_not_checked(tmp_path: Path) -> No
 
 
 @pytest.mark.rule("RSS-CFG-001")
-def test_a_target_that_answered_and_then_faults_is_judged(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["in-process", "xdist"])
+def test_a_target_that_answered_and_then_faults_is_judged(tmp_path: Path,
+                                                          workers: tuple[str, ...]) -> None:
     """16 answers, then a fault on every input: the target runs, so the fault is a
     verdict (exit 1, the property's rules fail with the fault), not "failed on every
-    input" (exit 2), however few tests passed."""
+    input" (exit 2), however few tests passed; under xdist the worker's count of answers
+    reaches the controller with the test's report."""
     done, rules = _conformance(tmp_path, "AnswersThenFaults", "--driver", "rss",
-                               "--rules", "RSS-CFG-001")
+                               "--rules", "RSS-CFG-001", *workers)
     out = done.stdout + done.stderr
     assert done.returncode == 1, out[-3000:]
     assert "failed on every input" not in out
