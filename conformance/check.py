@@ -17,7 +17,8 @@ pytest way, and the plugin turns it into per-rule verdicts:
 
 A target that fails on every input it is given is not judged at all: after
 :data:`MAX_FAULTS_WITHOUT_SUCCESS` faults and no answer, the rest of the run is skipped
-as a *target error* and ``rx-oracle`` exits 2 (see :class:`TargetSession`).
+as a *target error* (its rules *not checked*) and ``rx-oracle`` exits 2 (see
+:class:`TargetSession`).
 """
 
 from __future__ import annotations
@@ -151,6 +152,12 @@ class TargetSession:
         self._smallest = None
         self._rejected = 0
         self._answered_in_property = 0
+
+    @property
+    def answers_in_property(self) -> int:
+        """Inputs the target answered since :meth:`begin_property` (the plugin adds them
+        up: a target that answered any input is judged, not given up as unable to run)."""
+        return self._answered_in_property
 
     def run(
         self, scenario: Scenario, expected: dict[str, Any], mask: tuple[str, ...] = ()

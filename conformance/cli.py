@@ -422,7 +422,6 @@ def _print_table(
     from rich.console import Console
     from rich.table import Table
 
-    style = {plugin.PASS: "green", plugin.FAIL: "bold red", plugin.SKIP: "yellow"}
     table = Table(title=f"rx-oracle {__version__} · target {args.target} · profile {args.profile}"
                         f" · kernel {kernel}")
     table.add_column("rule")
@@ -431,15 +430,12 @@ def _print_table(
     table.add_column("detail", overflow="fold")
     for rid in sorted(verdicts):
         v = verdicts[rid]
-        detail = "; ".join(v.failures[:2] or v.reasons[:2])
-        table.add_row(rid, f"[{style[v.verdict]}]{v.verdict}[/]",
-                      str(v.passed + v.failed + v.skipped), detail)
+        table.add_row(rid, f"[{plugin.STYLE[v.verdict]}]{v.verdict}[/]", str(v.total), v.detail())
     console = Console(stderr=False)
     console.print(table)
-    counts = {k: sum(1 for v in verdicts.values() if v.verdict == k)
-              for k in (plugin.PASS, plugin.FAIL, plugin.SKIP)}
-    console.print(f"{len(verdicts)} rules: {counts['pass']} pass, {counts['fail']} fail, "
-                  f"{counts['skip']} skip")
+    counts = [f"{sum(1 for v in verdicts.values() if v.verdict == k)} {k}"
+              for k in (plugin.PASS, plugin.FAIL, plugin.NOT_CHECKED, plugin.NOT_APPLICABLE)]
+    console.print(f"{len(verdicts)} rules: {', '.join(counts)}")
 
 
 def _write_report(
@@ -448,18 +444,13 @@ def _write_report(
 ) -> None:
     report = {
         "format": "rx-oracle-report",
-        "version": 1,
+        "version": 2,  # 2: four verdicts, not_applicable/not_checked replace skipped
         "oracle_version": __version__,
         "kernel": kernel,
         "target": args.target,
         "profile": args.profile,
         "notes": list(notes),
-        "rules": [
-            {"rule": v.rule, "verdict": v.verdict, "passed": v.passed, "failed": v.failed,
-             "skipped": v.skipped, "reasons": v.reasons, "failures": v.failures,
-             "cases": v.cases}
-            for _, v in sorted(verdicts.items())
-        ],
+        "rules": [v.to_json() for _, v in sorted(verdicts.items())],
     }
     from conformance import outputs
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import attrs
 
+from conformance import plugin
 from conformance.usage import UsageError
 from reference import __version__
 
@@ -169,7 +170,7 @@ def print_table(columns: list[Column], args: argparse.Namespace) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    style = {"pass": "green", "fail": "bold red", "skip": "yellow"}
+    style = plugin.STYLE
     kind = columns[0].target.partition("@")[0]
     table = Table(title=f"rx-oracle {__version__} · target {kind} on {len(columns)} kernels"
                         f" · profile {args.profile}")
@@ -185,10 +186,10 @@ def print_table(columns: list[Column], args: argparse.Namespace) -> None:
         if c.report is None:
             console.print(f"{c.target}: not checked ({c.error or 'no report'})")
         else:
-            counts = {k: sum(1 for r in c.report["rules"] if r["verdict"] == k)
-                      for k in ("pass", "fail", "skip")}
-            console.print(f"{c.target}: {counts['pass']} pass, {counts['fail']} fail, "
-                          f"{counts['skip']} skip")
+            counts = [f"{sum(1 for r in c.report['rules'] if r['verdict'] == k)} {k}"
+                      for k in (plugin.PASS, plugin.FAIL, plugin.NOT_CHECKED,
+                                plugin.NOT_APPLICABLE)]
+            console.print(f"{c.target}: {', '.join(counts)}")
 
 
 def matrix_report(columns: list[Column], args: argparse.Namespace) -> dict[str, Any]:

@@ -65,7 +65,8 @@ class Mismatch:
 
     def describe(self) -> str:
         rules = ", ".join(self.rules) or "no rule"
-        return f"{self.path}: expected {_show(self.expected)}, got {_show(self.actual)} [{rules}]"
+        return (f"{self.path}: expected {_show(self.expected, self.path)}, "
+                f"got {_show(self.actual, self.path)} [{rules}]")
 
 
 @attrs.frozen
@@ -136,7 +137,16 @@ def _equal(a: object, b: object) -> bool:
     return a == b
 
 
-def _show(value: object) -> str:
+def _show(value: object, path: str = "") -> str:
+    """A value as a failure message prints it: by its kernel name where the field is an
+    errno or an enum (``-EBUSY (-16)``, ``XDP_PASS (2)``: conformance/readable.py), bytes
+    as hex, larger integers also in hex."""
+    from conformance.readable import field_text
+
+    if isinstance(value, int) and not isinstance(value, bool):
+        text_of = field_text(path)
+        if text_of is not None:
+            return text_of(value)
     if isinstance(value, (bytes, bytearray)):
         text = bytes(value).hex()
         return f"{len(value)} bytes {text[:64]}{'…' if len(text) > 64 else ''}"

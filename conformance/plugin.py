@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 from collections.abc import Generator, Iterable
 from pathlib import Path
 from typing import Any
@@ -29,19 +30,44 @@ from conformance.scenario import Scenario, to_jsonable
 from conformance.targets.base import TargetError, TargetSpecError, load_target
 from reference.errors import OracleError
 
-PASS, FAIL, SKIP = "pass", "fail", "skip"
+#: The four verdicts a rule can get, strongest first: one case that failed fails the
+#: rule; else one that checked it passes it; else a case that could have judged it but
+#: did not leaves it not checked; else every case naming it was outside what the target
+#: (or the reference, at this kernel) can run, and it is not applicable.
+FAIL, PASS = "fail", "pass"
+NOT_CHECKED, NOT_APPLICABLE = "not checked", "not applicable"
+#: How the table shows each verdict (rich markup styles).
+STYLE = {FAIL: "bold red", PASS: "green", NOT_CHECKED: "yellow", NOT_APPLICABLE: "dim"}
+
+#: A skip reason that means "outside what the target or the reference can run"; any other
+#: skip (the target given up as broken) leaves the case's rules not checked.
+_NOT_APPLICABLE_PREFIX = "not applicable: "
+
+#: Python's default repr of an object, which says nothing to a reader (hypothesis quotes
+#: the arguments of a failing example: ``rx_target=<…TargetSession object at 0x7f…>``).
+_OBJECT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")
+
+
+def one_line(text: str) -> str:
+    """A reason as one clean line: its lines joined, object reprs left out."""
+    line = " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+    return _OBJECT_REPR.sub("…", line).removeprefix("Skipped: ").strip()
 
 
 @attrs.define
 class RuleVerdict:
-    """What the suite concluded about one SPEC rule."""
+    """What the suite concluded about one SPEC rule, and the cases it rests on."""
 
     rule: str
-    verdict: str = SKIP
+    verdict: str = NOT_APPLICABLE
     passed: int = 0
     failed: int = 0
-    skipped: int = 0
-    reasons: list[str] = attrs.field(factory=list)
+    #: Cases outside what the target or the reference can run, and why (deduplicated).
+    not_applicable: int = 0
+    not_applicable_reasons: list[str] = attrs.field(factory=list)
+    #: Cases that could have judged the rule but did not, and why.
+    not_checked: int = 0
+    not_checked_reasons: list[str] = attrs.field(factory=list)
     failures: list[str] = attrs.field(factory=list)
     #: The full failure texts (reproducers), for printing after the table.
     reproducers: list[str] = attrs.field(factory=list)
@@ -61,11 +87,48 @@ class RuleVerdict:
                 self.cases.append(case)
         elif outcome == PASS:
             self.passed += 1
+        elif outcome == NOT_CHECKED:
+            self.not_checked += 1
+            _add_reason(self.not_checked_reasons, detail)
+            if full and full not in self.reproducers:  # the suite's own error, in full
+                self.reproducers.append(full)
         else:
-            self.skipped += 1
-            if detail and detail not in self.reasons:
-                self.reasons.append(detail)
-        self.verdict = FAIL if self.failed else PASS if self.passed else SKIP
+            self.not_applicable += 1
+            _add_reason(self.not_applicable_reasons, detail.removeprefix(_NOT_APPLICABLE_PREFIX))
+        self.verdict = (FAIL if self.failed else PASS if self.passed
+                        else NOT_CHECKED if self.not_checked else NOT_APPLICABLE)
+
+    @property
+    def total(self) -> int:
+        """Every case that named the rule, whatever became of it."""
+        return self.passed + self.failed + self.not_checked + self.not_applicable
+
+    def detail(self) -> str:
+        """The table's detail: what the verdict rests on, never another verdict's reasons
+        (a pass shows at most how many of its cases did not judge it)."""
+        if self.verdict == FAIL:
+            return "; ".join(self.failures[:2])
+        if self.verdict == NOT_CHECKED:
+            return "; ".join(self.not_checked_reasons[:2])
+        if self.verdict == NOT_APPLICABLE:
+            return "; ".join(self.not_applicable_reasons[:2])
+        counts = [f"{n} {what}" for n, what in ((self.not_checked, NOT_CHECKED),
+                                                 (self.not_applicable, NOT_APPLICABLE)) if n]
+        return f"{', '.join(counts)} of {self.total} cases" if counts else ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The rule's entry in the ``rx-oracle-report`` (version 2)."""
+        return {"rule": self.rule, "verdict": self.verdict, "passed": self.passed,
+                "failed": self.failed, "not_applicable": self.not_applicable,
+                "not_checked": self.not_checked,
+                "not_applicable_reasons": self.not_applicable_reasons,
+                "not_checked_reasons": self.not_checked_reasons,
+                "failures": self.failures, "cases": self.cases}
+
+
+def _add_reason(reasons: list[str], detail: str) -> None:
+    if detail and detail not in reasons:
+        reasons.append(detail)
 
 
 @attrs.define(eq=False)  # pluggy keeps plugins in sets: identity hashing
@@ -76,7 +139,7 @@ class RuleCollector:
     verdicts: dict[str, RuleVerdict] = attrs.field(factory=dict)
     #: Cases skipped because the target was given up as broken (it never answered).
     target_errors: list[str] = attrs.field(factory=list)
-    #: Rule-marked cases in which the target answered at least once (pass or mismatch).
+    #: How many inputs the target answered (ran and returned observables), over all tests.
     answered: int = 0
     #: Rule-marked cases that ended in a target fault.
     faulted: list[str] = attrs.field(factory=list)
@@ -125,6 +188,18 @@ class RuleCollector:
         outcome = yield
         report = outcome.get_result()
         exc = call.excinfo.value if call.excinfo is not None else None
+        session = getattr(item, "funcargs", {}).get("rx_target")
+        if call.when == "call" and isinstance(session, TargetSession):
+            # Whether the target answers at all is counted per answer, not per test: a
+            # property that got 16 answers and then a fault saw a target that runs.  The
+            # count travels with the report, so xdist's controller sums it too.
+            report.user_properties.append(("rx_answers", str(session.answers_in_property)))
+        if report.skipped and isinstance(report.longrepr, tuple) and exc is not None:
+            # The skip's own reason, without the notes hypothesis adds to it (the failing
+            # explicit example, with its arguments' reprs): the table and junit read this.
+            where, lineno, _ = report.longrepr
+            reason = one_line(str(getattr(exc, "msg", exc)))
+            report.longrepr = (where, lineno, f"Skipped: {reason}")
         found = _judged_failures(exc)
         if not found:
             return
@@ -135,9 +210,8 @@ class RuleCollector:
         for failure in found:
             failed.update(dict.fromkeys(failure.rules or credited_rules(item)))
         report.user_properties.append(("rx_failed_rules", ",".join(failed)))
-        if any(not isinstance(f, TargetFault) for f in found):
-            report.user_properties.append(("rx_answered", "1"))
-        session = getattr(item, "funcargs", {}).get("rx_target")
+        if all(isinstance(f, TargetFault) for f in found):
+            report.user_properties.append(("rx_faulted", "1"))
         for failure in found:
             if not failure.spec and isinstance(session, TargetSession):
                 failure.spec = session.spec  # a property's own RuleMismatch: same target
@@ -169,17 +243,21 @@ class RuleCollector:
         if props.get("rx_output_error") and self.output_error is None:
             self.output_error = str(props["rx_output_error"])
         rules = [r for r in str(props.get("rx_rules", "")).split(",") if r]
+        self.answered += int(str(props.get("rx_answers", 0)))
         if not (report.when == "call" or (report.when == "setup" and not report.passed)):
             return
-        outcome = FAIL if report.failed else SKIP if report.skipped else PASS
         detail = _detail(report)
-        if outcome == SKIP and detail.startswith("target error"):
-            self.target_errors.append(f"{report.nodeid}: {detail}")
-        if rules and (outcome == PASS or props.get("rx_answered")):
-            self.answered += 1
+        if report.skipped:
+            if detail.startswith("target error"):
+                self.target_errors.append(f"{report.nodeid}: {detail}")
+            judged = NOT_APPLICABLE if detail.startswith(_NOT_APPLICABLE_PREFIX) else NOT_CHECKED
+            for rule in rules:
+                self.verdicts.setdefault(rule, RuleVerdict(rule)).add(judged, report.nodeid,
+                                                                      detail)
+            return
         failed_rules = props.get("rx_failed_rules")
-        if outcome == FAIL and failed_rules is not None:
-            if not props.get("rx_answered"):
+        if report.failed and failed_rules is not None:
+            if props.get("rx_faulted"):
                 self.faulted.append(f"{report.nodeid}: {detail}")
             blamed = [r for r in str(failed_rules).split(",") if r] or rules
             full = report.longreprtext
@@ -188,17 +266,24 @@ class RuleCollector:
                 verdict = self.verdicts.setdefault(rule, RuleVerdict(rule))
                 verdict.add(FAIL, report.nodeid, detail, full)
                 verdict.cases.extend(c for c in cases if rule in c["rules"] or not c["rules"])
-            # The test stopped at that failure, so its other rules were not fully checked.
-            why = f"not fully checked: the test stopped at a failure of {', '.join(blamed)}"
+            # The test stopped at that failure, so its other rules were not checked by it.
+            why = f"the test stopped at a failure of {', '.join(blamed)}"
             for rule in rules:
                 if rule not in blamed:
-                    self.verdicts.setdefault(rule, RuleVerdict(rule)).add(SKIP, report.nodeid, why)
+                    self.verdicts.setdefault(rule, RuleVerdict(rule)).add(
+                        NOT_CHECKED, report.nodeid, why)
             return
-        full = report.longreprtext if outcome == FAIL else ""
+        if report.failed:
+            # No verdict on the target: the suite itself failed (an error in setup, a
+            # hypothesis health check), so the rules could have been judged and were not.
+            # The run exits 2 unless some rule failed (conformance/cli.py).
+            why = f"the suite failed: {detail}" if detail else "the suite failed"
+            for rule in rules:
+                self.verdicts.setdefault(rule, RuleVerdict(rule)).add(
+                    NOT_CHECKED, report.nodeid, why, report.longreprtext)
+            return
         for rule in rules:
-            self.verdicts.setdefault(rule, RuleVerdict(rule)).add(
-                outcome, report.nodeid, detail, full
-            )
+            self.verdicts.setdefault(rule, RuleVerdict(rule)).add(PASS, report.nodeid, "")
 
 
 def rules_of(item: pytest.Item) -> tuple[str, ...]:
@@ -255,14 +340,16 @@ def _case(failure: RuleMismatch, nodeid: str) -> dict[str, Any]:
 
 
 def _detail(report: pytest.TestReport) -> str:
+    """One line saying why a test was skipped or failed."""
     if report.skipped and isinstance(report.longrepr, tuple):
-        return str(report.longrepr[2]).removeprefix("Skipped: ")
+        return one_line(str(report.longrepr[2]))
     if report.failed and isinstance(report.longrepr, str):
         first = report.longrepr.splitlines()[0]
         return first.removeprefix("RuleMismatch: ").removeprefix("TargetFault: ")
     if report.failed:
         crash = getattr(report.longrepr, "reprcrash", None)
-        return str(getattr(crash, "message", "")).splitlines()[0] if crash else ""
+        message = str(getattr(crash, "message", "")).strip() if crash else ""
+        return one_line(message.splitlines()[0]) if message else ""
     return ""
 
 

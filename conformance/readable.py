@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import enum
 import errno
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
+
+from conformance.observe import matches
 
 
 def errno_name(rc: int) -> str:
@@ -110,3 +112,30 @@ def kfunc_result_text(name: str, record: Mapping[str, Any]) -> str:
     if rc == 0:
         return f"{name} -> rc 0, {wrote}" if wrote else f"{name} -> rc 0"
     return f"{name} -> rc {rc_text(rc)}" + (f"; wrote anyway {wrote}" if wrote else "")
+
+
+def xdp_action_text(action: int) -> str:
+    """An ``enum xdp_action`` value by name with its number, ``XDP_PASS (2)``; a value
+    outside the enum (which the driver treats as an abort, XDP-ACT-002) by its number."""
+    from reference.xdp.actions import ACTION_NAMES
+
+    name = ACTION_NAMES.get(action)
+    return f"{name} ({action})" if name else f"{action} (no such XDP action)"
+
+
+#: How a failure message names an observable field's value, by path glob (the syntax of
+#: :func:`conformance.observe.matches`): the fields the observables schemas give errno
+#: values (return codes ``rc``; fec's XDP_TX ``err``), XDP actions, RSS hash types.
+#: The first matching glob wins; a field matching none prints as a plain value.
+FIELD_TEXTS: tuple[tuple[str, Callable[[int], str]], ...] = (
+    ("*.rc", rc_text),
+    ("*.err", rc_text),
+    ("*errno*", rc_text),
+    ("*].action", xdp_action_text),
+    ("*.rss_type", rss_type_name),
+)
+
+
+def field_text(path: str) -> Callable[[int], str] | None:
+    """The formatter :data:`FIELD_TEXTS` names for the field at ``path``, if any."""
+    return next((text for glob, text in FIELD_TEXTS if matches(path, (glob,))), None)

@@ -88,9 +88,9 @@ def test_a_property_none_of_whose_inputs_can_run_is_not_applicable(tmp_path: Pat
     done = _run("RefusesEveryInput", tmp_path / "r.json", served=served)
     doc = json.loads((tmp_path / "r.json").read_text())
     verdicts = {r["rule"]: r for r in doc["rules"]}
-    assert verdicts["RSS-TOEP-001"]["verdict"] == "skip", done.stdout[-2000:]
+    assert verdicts["RSS-TOEP-001"]["verdict"] == "not applicable", done.stdout[-2000:]
     assert any("the kernel refuses everything" in r
-               for r in verdicts["RSS-TOEP-001"]["reasons"])
+               for r in verdicts["RSS-TOEP-001"]["not_applicable_reasons"])
     assert "Traceback" not in done.stderr
 
 

@@ -9,7 +9,7 @@ report fails, can differ (an unshrunk example may break several fields at once).
 
 With ``--first-failure`` the run stops at the first property that fails (pytest's
 ``-x``): a killed mutant is known by then, and the properties after it are not run (the
-report says ``skip`` for their rules).  The report then names only that property's
+report has no verdict for the rules only they name).  The report then names only that property's
 rules, so the share of kills under a rule of the mutated function is measured without it
 (the seeded sample); a full run may use it (about a fifth less CPU time).
 
