@@ -416,9 +416,12 @@ def test_older_trees_judge_only_survivors_the_default_kernel_never_runs(
     monkeypatch.setattr(runner, "run_mutant", fake_run)
     runner.run_all([(ran, ("rss",)), (idle, ("rss",))], root=ROOT, jobs=1, executed=executed,
                    older_trees="unexecuted")
-    assert seen == {ran.line: (), idle.line: ("7.3.4", "6.18.44", "6.12.117", "6.12.0")}
+    # 6.18.0 and 6.12.0: the first releases of their series, where KFUNC-ATTACH-004's
+    # stable entries (6.18.44, 6.12.113) and the 6.12 backports answer otherwise.
+    assert seen == {ran.line: (),
+                    idle.line: ("7.3.4", "6.18.44", "6.12.117", "6.18.0", "6.12.0")}
     runner.run_all([(ran, ("rss",))], root=ROOT, jobs=1, executed=executed)  # the default
-    assert seen[ran.line] == ("7.3.4", "6.18.44", "6.12.117", "6.12.0")
+    assert seen[ran.line] == ("7.3.4", "6.18.44", "6.12.117", "6.18.0", "6.12.0")
     (tmp_path / reach.DIGEST).write_text("0" * 64 + "\n")
     assert reach.fresh_executed_lines(tmp_path, ROOT) is None
 
