@@ -305,7 +305,9 @@ def test_extreme_json_in_a_hello_is_a_target_error_of_one_line(
         ExecTarget(argv, timeout=1.0, startup_timeout=5.0)
     assert "printed a line that is " in str(caught.value), caught.value
     assert "\n" not in str(caught.value)
-    assert len(str(caught.value)) < 400
+    # Bounded whatever the value's size; the target's own name (its command, whose path
+    # depends on where the project is) is not counted.
+    assert len(str(caught.value).partition(": printed")[2]) < 300
     assert time.monotonic() - start < BOUND
 
 
@@ -326,7 +328,7 @@ def test_extreme_json_in_an_answer_is_garbage(tmp_path: Path, value: str) -> Non
     try:
         fault = _fault(target)
         assert fault.kind == "garbage", fault
-        assert len(str(fault)) < 400
+        assert len(str(fault)) < 400  # named by its hello ("hostile"), not its path
     finally:
         target.close()
     assert time.monotonic() - start < BOUND
