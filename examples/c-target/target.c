@@ -14,12 +14,13 @@
 
 #include "target.h"
 
-/* "kernel" (protocol 1.1): the kfunc rules here follow 6.18 (a refused CPUMAP program reads
- * -ENOMEM, attach checks before the ndo_bpf check), so the suite predicts for 6.18. */
+/* "kernel" (protocol 1.1): the kfunc rules here follow 6.18.15 (a refused CPUMAP program reads
+ * -ENOMEM, attach checks before the ndo_bpf check; 6.18.44 already checks after it), so the
+ * suite predicts for 6.18.15. */
 #define HELLO                                                                                  \
     "{\"type\":\"hello\",\"protocol\":1,\"name\":\"rx-oracle C example target\","            \
     "\"capabilities\":{\"components\":[\"rss\",\"kfunc\"],\"reports\":[\"*\"]},"           \
-    "\"kernel\":\"6.18\"}"
+    "\"kernel\":\"6.18.15\"}"
 
 /* The request id as the suite sent it (an integer, exact even beyond 2^53). */
 static cJSON *copy_id(const cJSON *id)
