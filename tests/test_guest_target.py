@@ -11,7 +11,6 @@ Under TCG (no usable KVM, e.g. kvm-pvm) each takes a few minutes.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -19,9 +18,10 @@ import time
 from pathlib import Path
 
 import pytest
+from guests import kernels_or_skip
 
 from conformance.live import guest_kernel, vm
-from conformance.live.qemu_fec.archive import ArchiveUnreachable, ImageError
+from conformance.live.qemu_fec.archive import ImageError
 from conformance.targets.base import (
     TargetSpec,
     TargetSpecError,
@@ -158,18 +158,6 @@ def test_sweep_kills_a_dead_runs_leftovers(tmp_path: Path, monkeypatch: pytest.M
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _kernel_or_skip(version: str) -> None:
-    reason = vm.missing_tools()
-    if reason:
-        pytest.skip(reason)
-    if os.geteuid() != 0:
-        pytest.skip("guest targets need root (KVM/TCG guest, the host's / shared)")
-    try:
-        guest_kernel.kernel(version)
-    except ArchiveUnreachable as exc:
-        pytest.skip(f"the Debian archive is unreachable: {exc}")
-
-
 def _run(target: str, driver: str, report: Path) -> tuple[subprocess.CompletedProcess[str],
                                                           int]:
     proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", "conformance",
@@ -202,20 +190,20 @@ VETH_RULES = ("VETH-SKB-001", "VETH-SKB-002", "VETH-SKB-003", "VETH-KF-001", "VE
 
 @pytest.mark.rule(*TUN_RULES)
 def test_tun_in_guest_7_3(tmp_path: Path) -> None:
-    _kernel_or_skip("7.3.4")
+    kernels_or_skip("7.3.4")
     _check("tun@7.3.4", "tun", TUN_RULES, tmp_path)
 
 
 @pytest.mark.rule(*VETH_RULES)
 def test_veth_in_guest_6_12(tmp_path: Path) -> None:
-    _kernel_or_skip("6.12.117")
+    kernels_or_skip("6.12.117")
     _check("veth@6.12.117", "veth", VETH_RULES, tmp_path)
 
 
 def test_sigkill_leaves_nothing_after_sweep(tmp_path: Path) -> None:
     """A suite killed mid-boot: its guest goes (stdin EOF, PDEATHSIG), and what is left
     the next run's sweep removes."""
-    _kernel_or_skip("7.3.4")
+    kernels_or_skip("7.3.4")
     proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", "conformance",
                              "--target", "tun@7.3.4", "--driver", "tun"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
@@ -247,7 +235,7 @@ def test_errno_gates_in_guest(version: str) -> None:
     where the gates are seen live."""
     from conformance.live.probe import cache_dir
 
-    _kernel_or_skip(version)
+    kernels_or_skip(version)
     kernel, _ = guest_kernel.kernel(version)
     accel, _ = vm.accelerator()
     cache = cache_dir() / "guest"

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from guests import kernels_or_skip
 
 from conformance import cli, matrix
 from conformance.usage import UsageError
@@ -123,27 +123,11 @@ def test_matrix_plumbing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["matrix.json"]
 
 
-def _kernels_or_skip(*versions: str) -> None:
-    from conformance.live import guest_kernel, vm
-    from conformance.live.qemu_fec.archive import ArchiveUnreachable
-
-    reason = vm.missing_tools()
-    if reason:
-        pytest.skip(reason)
-    if os.geteuid() != 0:
-        pytest.skip("guest targets need root (KVM/TCG guest, the host's / shared)")
-    for version in versions:
-        try:
-            guest_kernel.kernel(version)
-        except ArchiveUnreachable as exc:
-            pytest.skip(f"the Debian archive is unreachable: {exc}")
-
-
 @pytest.mark.rule("ZCRX-REG-001")
 def test_zcrx_live_on_both_sides_of_its_gate(tmp_path: Path) -> None:
     """ZCRX-REG-001's gate (v6.15) in one command: -EINVAL for the opcode at 6.12.117,
     registration at 7.3.4; both columns pass."""
-    _kernels_or_skip("6.12.117", "7.3.4")
+    kernels_or_skip("6.12.117", "7.3.4")
     report = tmp_path / "matrix.json"
     done = subprocess.run([sys.executable, "-m", "conformance.cli", "conformance",
                            "--profile", "ci", "--target", "zcrx-live@6.12.117,7.3.4",
